@@ -1,0 +1,51 @@
+# The two commands of the quick start: `make book` and `make test`.
+# Everything is installed into .venv from requirements.txt; nothing by hand.
+SHELL  := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+JB_FLAGS := -W -n --keep-going
+
+.PHONY: help install book test test-lib test-notebooks test-build lab clean clean-notebooks
+
+help:
+	@echo "make install  create $(VENV) and install the book stack and lib"
+	@echo "make book     install, then build the HTML book into _build/html"
+	@echo "make test     install, then lib tests, nbval on every notebook, strict book build"
+	@echo "make lab      JupyterLab on the notebooks, lib importable, widgets live"
+	@echo "make clean    remove _build (the executed-notebook cache included)"
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+book: install
+	$(BIN)/jupyter-book build . $(JB_FLAGS)
+	@echo "Open _build/html/index.html"
+
+test: install test-lib test-notebooks test-build
+
+test-lib: install
+	$(BIN)/python -m pytest tests
+
+test-notebooks: install
+	$(BIN)/python -m pytest --nbval-lax --sanitize-with tests/sanitize.cfg -p no:cacheprovider book
+
+test-build: install
+	$(BIN)/jupyter-book build . $(JB_FLAGS)
+
+lab: install
+	$(BIN)/jupyter lab --notebook-dir=. book/
+
+clean:
+	rm -rf _build
+
+clean-notebooks: install
+	$(BIN)/jupyter nbconvert --clear-output --inplace book/*.ipynb
