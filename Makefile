@@ -8,13 +8,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: help install book test test-lib test-notebooks test-build lab clean clean-notebooks
+.PHONY: help install book test test-lib test-notebooks test-build lab bench clean clean-notebooks
 
 help:
 	@echo "make install  create $(VENV) and install the book stack and lib"
 	@echo "make book     install, then build the HTML book into _build/html"
 	@echo "make test     install, then lib tests, nbval on every notebook, strict book build"
 	@echo "make lab      JupyterLab on the notebooks, lib importable, widgets live"
+	@echo "make bench    time lib against PyTorch (benchmarks/)"
 	@echo "make clean    remove _build (the executed-notebook cache included)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -43,6 +44,9 @@ test-build: install
 
 lab: install
 	$(BIN)/jupyter lab --notebook-dir=. book/
+
+bench: install
+	$(BIN)/python benchmarks/bench.py
 
 clean:
 	rm -rf _build

@@ -1,20 +1,32 @@
 """lib: the one tested implementation of attention that every chapter imports.
 
 NumPy path: works without torch.  Torch path: pass torch tensors (CPU or CUDA).
-``MultiHeadAttention`` and ``default_device`` import torch on first use.
+
+Layout (one module per idea; each lists its public names in ``__all__``):
+
+- ``attention``  softmax, its Jacobian, scaled dot-product attention, heads, masks (ch. 01, 04, 07)
+- ``metrics``    entropy, Jacobian norm, random-attention statistics (ch. 04-06)
+- ``simulate``   Monte Carlo of dot products and exam scores (ch. 02, 03, 06)
+- ``saturation`` softmax saturation helpers (ch. 04)
+- ``modern``     what current models do instead of a fixed 1/√d_k (ch. 06)
+- ``blockwise``  memory-efficient attention with the online softmax (ch. 09)
+- ``selfcheck``  verdicts for exercise answers (every chapter)
+- ``plotting``   the book's figure style (import it explicitly: ``from lib import plotting``)
+- ``mha``, ``device``, ``training``: need torch; loaded on first use.
+
+Modules imported here must not import torch or matplotlib at module level, so
+that ``import lib`` works where torch is not installed (tests/test_no_torch.py).
 """
 from __future__ import annotations
 
-from .attention import (
-    causal_mask,
-    merge_heads,
-    scaled_dot_product_attention,
-    softmax,
-    softmax_jacobian,
-    split_heads,
-)
-from .selfcheck import Verdict, check_array, check_number
-from .simulate import sample_dot_products
+from . import attention, blockwise, metrics, modern, saturation, selfcheck, simulate
+from .attention import *  # noqa: F401,F403
+from .blockwise import *  # noqa: F401,F403
+from .metrics import *  # noqa: F401,F403
+from .modern import *  # noqa: F401,F403
+from .saturation import *  # noqa: F401,F403
+from .selfcheck import *  # noqa: F401,F403
+from .simulate import *  # noqa: F401,F403
 
 __version__ = "0.1.0"
 
@@ -27,16 +39,13 @@ _LAZY = {
 }
 
 __all__ = [
-    "causal_mask",
-    "merge_heads",
-    "scaled_dot_product_attention",
-    "softmax",
-    "softmax_jacobian",
-    "split_heads",
-    "sample_dot_products",
-    "Verdict",
-    "check_array",
-    "check_number",
+    *attention.__all__,
+    *blockwise.__all__,
+    *metrics.__all__,
+    *modern.__all__,
+    *saturation.__all__,
+    *selfcheck.__all__,
+    *simulate.__all__,
     *_LAZY,
 ]
 

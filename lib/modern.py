@@ -1,0 +1,4 @@
+"""(Being written.)"""
+from __future__ import annotations
+
+__all__: list[str] = []
