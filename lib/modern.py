@@ -1,4 +1,129 @@
-"""(Being written.)"""
+"""What current models do instead of (or on top of) a fixed 1/√d_k.
+
+Small, exact versions of the ideas chapter 06 demonstrates:
+
+- :func:`l2_normalize`, :func:`qk_norm_scores`: QK-normalisation with a learned or given gain
+  (Henry et al. 2020); the scores lie in [-gain, gain] whatever d_k and the input scale.
+- :func:`mup_scale`: μP's 1/d attention scale, c/d_k with c chosen to agree with 1/√d_k at a base width.
+- :func:`length_scaled_softmax`: softmax(s·ln(n)·z), the log-n length scaling of Chiang & Cholak 2022
+  and Scalable-Softmax (Nakanishi 2025).
+- :func:`sigma_reparam`: σReparam, W·γ/σ_max(W) (Zhai et al. 2023), against attention entropy collapse.
+- :func:`correlated_projections`: W_Q, W_K whose entries have correlation ρ, to break the independence
+  assumption on purpose.
+
+NumPy first; the functions marked so also take torch tensors (autograd kept, so a torch
+``gain`` can be an ``nn.Parameter``).  No torch import at module level.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+import numpy as np
+
+from ._backend import is_torch, torch_module
+from .attention import softmax
+
+__all__ = [
+    "l2_normalize",
+    "qk_norm_scores",
+    "mup_scale",
+    "length_scaled_softmax",
+    "sigma_reparam",
+    "correlated_projections",
+]
+
+
+def l2_normalize(x, *, axis: int = -1, eps: float = 1e-12):
+    """``x / max(‖x‖₂, eps)`` along ``axis``; the same convention as ``torch.nn.functional.normalize``.
+
+    NumPy or torch (shape kept).  Chapter 06 uses it for QK-normalisation.
+    """
+    if is_torch(x):
+        torch = torch_module()
+        n = torch.linalg.vector_norm(x, dim=axis, keepdim=True)
+        return x / n.clamp_min(eps)
+    x = np.asarray(x)
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)
+    n = np.linalg.norm(x, axis=axis, keepdims=True)
+    return x / np.maximum(n, eps)
+
+
+def qk_norm_scores(q, k, gain, *, eps: float = 1e-12):
+    """QK-normalised scores ``gain · q̂ k̂ᵀ`` with q̂, k̂ the ℓ2-normalised rows (Henry et al. 2020).
+
+    Shapes: q (..., L, d_k), k (..., S, d_k) → (..., L, S).  Each score is ``gain`` times a cosine
+    similarity, so it lies in [-gain, gain] for any d_k and any size of q and k.  ``gain`` replaces
+    1/√d_k; it is a number, or (torch path) a tensor such as a learnable ``nn.Parameter``.
+    Feed the result to a softmax, or pass q̂·gain and k̂ to attention with ``scale=1.0``.
+    NumPy or torch.  Chapter 06.
+    """
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"d_k differs: q has shape {tuple(q.shape)} and k has shape {tuple(k.shape)}")
+    if not is_torch(gain) and not np.isfinite(float(gain)):
+        raise ValueError(f"gain must be a finite number; got {gain!r}")
+    qh, kh = l2_normalize(q, eps=eps), l2_normalize(k, eps=eps)
+    return gain * (qh @ kh.swapaxes(-1, -2))  # (..., L, S)
+
+
+def mup_scale(d_k: int, *, base_d_k: int = 64) -> float:
+    """μP's attention scale ``c / d_k`` with ``c = √base_d_k``, so it equals 1/√d_k at ``d_k = base_d_k``.
+
+    With the default base of 64 this is 8/d_k, the constant the microsoft/mup README suggests for
+    matching 1/√d at d = 64.  Pass it as ``scale=`` to :func:`lib.scaled_dot_product_attention`.
+    Chapter 06.
+    """
+    for name, v in (("d_k", d_k), ("base_d_k", base_d_k)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive int; got {v!r}")
+    return math.sqrt(base_d_k) / d_k
+
+
+def length_scaled_softmax(z, *, s: float = 1.0, axis: int = -1):
+    """``softmax(s · ln(n) · z)`` along ``axis``, with n the number of entries on that axis.
+
+    The log-n length scaling of Chiang & Cholak (2022) and Scalable-Softmax (Nakanishi 2025), in which
+    ``s`` is learned.  With it, a key that leads the others by a margin m keeps a weight of
+    n^{sm}/(n^{sm} + n − 1) instead of e^m/(e^m + n − 1), which fades as n grows.  n = 1 gives 1.
+    NumPy or torch.  Chapter 06.
+    """
+    n = z.shape[axis]
+    if n < 1:
+        raise ValueError(f"length_scaled_softmax needs at least one entry along axis {axis}; got shape {tuple(z.shape)}")
+    return softmax(z * (s * math.log(n)), axis=axis)
+
+
+def sigma_reparam(w, gamma: float = 1.0):
+    """σReparam (Zhai et al. 2023): ``W · gamma / σ_max(W)``, so the spectral norm becomes ``gamma``.
+
+    ``w`` is a 2-D NumPy array; σ_max is computed exactly (largest singular value), where the paper
+    uses power iteration during training.  Chapter 06.
+    """
+    w = np.asarray(w, dtype=float)
+    if w.ndim != 2:
+        raise ValueError(f"sigma_reparam needs a 2-D weight matrix; got shape {w.shape}")
+    s = np.linalg.norm(w, 2)
+    if s == 0:
+        raise ValueError("sigma_reparam: the weight matrix is all zeros (spectral norm 0)")
+    return w * (gamma / s)
+
+
+def correlated_projections(d_model: int, d_k: int, rho: float, *, seed=0):
+    """Random W_Q, W_K of shape (d_model, d_k) whose matching entries have correlation ``rho``.
+
+    Entries are N(0, 1/d_model), so for unit-variance inputs each query and key component has variance
+    about 1; ``W_K = rho·W_Q + √(1 − rho²)·W_noise``.  With one input x, the pair (q_i, k_i) =
+    ((xW_Q)_i, (xW_K)_i) then has correlation ``rho``: the self-score q·k has mean about rho·d_k.
+    ``seed`` is an int or a ``np.random.Generator``.  Chapter 06.
+    """
+    for name, v in (("d_model", d_model), ("d_k", d_k)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive int; got {v!r}")
+    if not -1.0 <= rho <= 1.0:
+        raise ValueError(f"rho must lie in [-1, 1]; got {rho}")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    std = 1.0 / math.sqrt(d_model)
+    w_q = std * rng.standard_normal((d_model, d_k))
+    noise = std * rng.standard_normal((d_model, d_k))
+    w_k = rho * w_q + math.sqrt(1.0 - rho * rho) * noise
+    return w_q, w_k

@@ -63,3 +63,17 @@ def test_gradients_flow_to_all_projections():
     m(torch.randn(2, 5, 16)).pow(2).sum().backward()
     for name, p in m.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+@pytest.mark.parametrize("num_heads", [1, 4, 16])
+def test_parameter_count_and_matmul_flops_do_not_depend_on_heads(num_heads):
+    """Chapter 07: 4d² + 4d parameters and 8Ld² + 4L²d matmul FLOPs, whatever the number of heads."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    d, L = 64, 10
+    m = lib.MultiHeadAttention(d, num_heads)
+    assert sum(p.numel() for p in m.parameters()) == 4 * d * d + 4 * d
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        m(torch.randn(1, L, d), return_weights=True)
+    assert counter.get_total_flops() == 8 * L * d * d + 4 * L * L * d
