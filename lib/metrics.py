@@ -27,13 +27,21 @@ def attention_entropy(weights, axis: int = -1):
 def jacobian_norm(weights):
     """Frobenius norm of the softmax Jacobian diag(p) − ppᵀ for each distribution p (last axis).
 
-    Computed in closed form: ‖J‖_F² = Σ p_i² − 2 Σ p_i³ + (Σ p_i²)², equal to the
-    norm of :func:`lib.softmax_jacobian` (see the tests) without building n×n matrices.
+    Closed form, without building n×n matrices:
+    ‖J‖_F² = Σ_i p_i²(1 − p_i)² + Σ_i p_i² Σ_{j≠i} p_j².
+    Near saturation the largest p_i is within rounding of 1, so ``1 − p_i`` and
+    ``Σ_{j≠i} p_j²`` are summed directly from the other entries instead of
+    subtracted: the norm stays accurate down to the smallest floats (chapter 04).
+    Assumes each p sums to 1, as a softmax output does.
     """
     p = np.asarray(weights, dtype=float)
-    s2 = np.sum(p * p, axis=-1)
-    s3 = np.sum(p * p * p, axis=-1)
-    return np.sqrt(np.maximum(s2 - 2 * s3 + s2 * s2, 0.0))
+    top = p == np.max(p, axis=-1, keepdims=True)
+    top &= np.cumsum(top, axis=-1) == 1  # exactly one top entry per row
+    rest = np.where(top, 0.0, p)
+    p2 = p * p
+    one_minus = np.where(top, rest.sum(axis=-1, keepdims=True), 1.0 - p)
+    s2_excl = np.where(top, (rest * rest).sum(axis=-1, keepdims=True), p2.sum(axis=-1, keepdims=True) - p2)
+    return np.sqrt(np.sum(p2 * one_minus**2 + p2 * s2_excl, axis=-1))
 
 
 def random_attention_stats(d_k: int, *, n_keys: int = 32, n_queries: int = 2000, scale=None, seed=0,
