@@ -1,0 +1,363 @@
+"""Open every page of the built book in headless Chromium, offline, and check what a reader sees.
+
+The HTML directory is ``$BOOK_HTML`` (default ``_build/html``; ``make test`` builds it first). The site
+is served from a thread on 127.0.0.1; every request to any other host is aborted and counted. A page
+fails on:
+
+- a request that leaves the machine (CDN MathJax, widget JavaScript, web fonts, analytics, ...);
+- a local resource that is missing (HTTP status >= 400) or a console error;
+- a JavaScript error (``pageerror``);
+- a broken image (``naturalWidth == 0``) or a figure with no image in it (a missing glued figure);
+- math left unrendered (raw ``\\(``, ``\\[``, ``$$`` in the text, a ``.math`` node that MathJax did
+  not typeset) or a MathJax error node (``mjx-merror``);
+- a failed glue (an empty pasted value, or ``nan``/``inf`` pasted into the prose), an unresolved
+  cross-reference (an ``xref`` outside a link, ``??``), a role left as raw text (``{term}`...```),
+  a docutils/Sphinx error node, an error traceback in a cell output;
+- a live widget in the HTML (a widget view has no JavaScript offline: an empty box). Widget cells are
+  tagged ``remove-output`` and followed by a static figure.
+
+The search page is also checked: a query must return results without the network.
+
+Chromium: Debian's ``chromium`` (or ``$CHROMIUM``), driven by Playwright's Python package with
+``executable_path`` (Playwright's own browser download is not used). Where Chromium or Playwright is
+missing the test skips and says so, unless ``REQUIRE_BROWSER_TEST=1`` (set by ``.ci/run``), where it
+fails. ``BROWSER_SCREENSHOTS=/some/dir`` saves a full-page PNG of every page.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML_DIR = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
+REQUIRED = os.environ.get("REQUIRE_BROWSER_TEST", "") not in ("", "0")
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "jupyter_execute"}
+
+CHROMIUM_ARGS = [
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-domain-reliability",
+    "--no-pings",
+]
+
+
+def _unavailable(reason: str):
+    if REQUIRED:
+        pytest.fail(f"{reason} (REQUIRE_BROWSER_TEST is set, so this is a failure, not a skip)")
+    pytest.skip(reason)
+
+
+def _pages() -> list[str]:
+    if not HTML_DIR.is_dir():
+        return []
+    return sorted(
+        p.relative_to(HTML_DIR).as_posix()
+        for p in HTML_DIR.rglob("*.html")
+        if not (set(p.relative_to(HTML_DIR).parts[:-1]) & SKIP_DIRS)
+    )
+
+
+PAGES = _pages()
+
+
+def _find_chromium() -> str | None:
+    for candidate in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
+        if candidate and shutil.which(candidate):
+            return shutil.which(candidate)
+    return None
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the signature is the stdlib's
+        pass
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # The browser drops connections it no longer needs (a redirect, a closed page): not an error.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (HTML_DIR / "index.html").is_file():
+        _unavailable(f"no built book at {HTML_DIR}: run `make book` (or set BOOK_HTML) first")
+    handler = functools.partial(_QuietHandler, directory=str(HTML_DIR))
+    httpd = _Server(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = _find_chromium()
+    if exe is None:
+        _unavailable(
+            "Chromium not found: the browser test needs Debian's `chromium` package "
+            "(apt-get install -y chromium; .ci/run installs it) or $CHROMIUM set to a Chromium binary"
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the Python package `playwright` is missing: run `make install`")
+    with sync_playwright() as pw:
+        with tempfile.TemporaryDirectory(prefix="book-chromium-", ignore_cleanup_errors=True) as profile:
+            context = pw.chromium.launch_persistent_context(
+                profile,
+                executable_path=exe,
+                headless=True,
+                chromium_sandbox=False,
+                args=CHROMIUM_ARGS,
+                service_workers="block",
+                viewport={"width": 1200, "height": 900},
+            )
+            try:
+                yield context
+            finally:
+                context.close()
+
+
+EXTERNAL: list[str] = []  # every request that tried to leave the machine, over all pages
+VISITED: list[str] = []  # the pages opened so far
+
+
+# Waits for MathJax (when the page has math) and collects every problem the DOM shows.
+INSPECT_JS = r"""
+async () => {
+  const problems = [];
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const hasMath = document.querySelector('.math, mjx-container') !== null;
+  if (hasMath) {
+    const t0 = Date.now();
+    while (!(window.MathJax && MathJax.startup && MathJax.startup.promise)) {
+      if (Date.now() - t0 > 20000) { problems.push('MathJax never loaded (math stays raw TeX)'); break; }
+      await sleep(50);
+    }
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+      try { await MathJax.startup.promise; } catch (e) { problems.push('MathJax failed: ' + e); }
+    }
+  }
+  // Images: load lazy ones too, then look for broken ones.
+  const imgs = Array.from(document.images);
+  imgs.forEach((img) => { img.loading = 'eager'; });
+  await Promise.all(imgs.map((img) => img.decode().catch(() => null)));
+  for (const img of imgs) {
+    if (!img.complete || img.naturalWidth === 0) problems.push('broken image: ' + img.getAttribute('src'));
+  }
+  const main = document.querySelector('main') || document.body;
+  const snippet = (el) => (el.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 80);
+  // Math.
+  for (const el of main.querySelectorAll('mjx-merror, [data-mjx-error]')) {
+    problems.push('MathJax error: ' + (el.getAttribute('data-mjx-error') || snippet(el)));
+  }
+  for (const el of main.querySelectorAll('.math')) {
+    if (el.closest('pre, code')) continue;
+    if (!el.querySelector('mjx-container')) problems.push('math not typeset: ' + snippet(el));
+  }
+  // Text outside code: raw TeX, unparsed roles, unresolved numbers.
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT, {
+    acceptNode(node) {
+      const p = node.parentElement;
+      if (!p || p.closest('pre, code, script, style, textarea, .highlight, .cell_input, .cell_output, mjx-container, mjx-assistive-mml, .MathJax'))
+        return NodeFilter.FILTER_REJECT;
+      return NodeFilter.FILTER_ACCEPT;
+    },
+  });
+  const text = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) text.push(n.textContent);
+  const prose = text.join(' ');
+  const patterns = [
+    [/\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{/, 'raw TeX left in the text'],
+    [/\{(glue|glue:text|glue:any|glue:figure|glue:math|term|cite|doc|ref|numref|eq|prf:ref|cite:p|cite:t)\}`/, 'a role left as raw text'],
+    [/\?\?/, '"??" (an unresolved number or reference)'],
+  ];
+  for (const [re, what] of patterns) {
+    const m = prose.match(re);
+    if (m) {
+      const i = prose.indexOf(m[0]);
+      problems.push(what + ': ...' + prose.slice(Math.max(0, i - 40), i + 40).replace(/\s+/g, ' ') + '...');
+    }
+  }
+  // Cross-references and errors that Sphinx/docutils leave in the HTML.
+  for (const el of main.querySelectorAll('.xref')) {
+    if (!el.closest('a')) problems.push('unresolved cross-reference: ' + snippet(el));
+  }
+  for (const el of main.querySelectorAll('.problematic, .system-message, .system-messages')) {
+    problems.push('docutils error node: ' + snippet(el));
+  }
+  for (const el of main.querySelectorAll('.cell_output .traceback, .cell_output .output.error, .cell_output .ansi-red-fg')) {
+    problems.push('error output in a cell: ' + snippet(el));
+  }
+  // Glue.
+  for (const el of main.querySelectorAll('.pasted-text, .pasted-inline, .pasted-math')) {
+    const t = (el.textContent || '').trim();
+    if (t === '' && !el.querySelector('img, svg, mjx-container')) problems.push('empty glued value');
+    if (/^[-+]?(nan|inf|infinity)$/i.test(t)) problems.push('glued value is ' + t);
+  }
+  for (const fig of main.querySelectorAll('figure, div.figure')) {
+    if (!fig.querySelector('img, svg, object, video, canvas, mjx-container, table'))
+      problems.push('figure without an image (a missing glued figure?): ' + snippet(fig));
+  }
+  // Widgets: a view with no JavaScript renders as an empty box.
+  const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"], .jupyter-widgets, .widget-area');
+  if (views.length) problems.push(views.length + ' live widget output(s) in the HTML: tag the widget cell remove-output and show the static figure');
+  return problems;
+}
+"""
+
+
+class _Watch:
+    """Block and record requests that leave the machine; record errors, for one browser page."""
+
+    def __init__(self, page):
+        self.external: list[str] = []
+        self.problems: list[str] = []
+        page.route("**/*", self._route)
+        page.on("pageerror", lambda exc: self.problems.append(f"JavaScript error: {exc}"))
+        page.on("console", self._console)
+        page.on("response", self._response)
+
+    def _route(self, r):
+        if urlsplit(r.request.url).hostname in LOCAL_HOSTS:
+            r.continue_()
+        else:
+            self.external.append(r.request.url)
+            r.abort("blockedbyclient")
+
+    def _console(self, msg):
+        # A blocked request also logs a console error; it is reported (once) as a blocked request.
+        if msg.type == "error" and "ERR_BLOCKED_BY_CLIENT" not in msg.text:
+            self.problems.append(f"console error: {msg.text} ({msg.location.get('url', '')})")
+
+    def _response(self, resp):
+        if resp.status >= 400:
+            self.problems.append(f"HTTP {resp.status} for {resp.url}")
+
+    def report(self) -> list[str]:
+        blocked = [f"request leaving the machine (blocked): {u}" for u in sorted(set(self.external))]
+        return self.problems + blocked
+
+
+@pytest.mark.parametrize("page_path", PAGES or ["<no pages>"])
+def test_page(browser, server, page_path):
+    """One page: no request leaves the machine, and nothing is broken or left unrendered."""
+    if page_path == "<no pages>":
+        _unavailable(f"no pages found under {HTML_DIR}: build the book first")
+    page = browser.new_page()
+    watch = _Watch(page)
+    found: list[str] = []
+    try:
+        page.goto(f"{server}/{page_path}", wait_until="load", timeout=60_000)
+        if 'http-equiv="refresh"' in (HTML_DIR / page_path).read_text(encoding="utf8").lower():
+            # A redirect page (index.html -> the root page): check the page it lands on.
+            page.wait_for_url(lambda url: not url.endswith("/" + page_path), timeout=30_000)
+            page.wait_for_load_state("load", timeout=60_000)
+        found += page.evaluate(INSPECT_JS)
+        page.wait_for_load_state("networkidle", timeout=30_000)
+        if page_path == "search.html":
+            found += _search_problems(page, server)
+        shots = os.environ.get("BROWSER_SCREENSHOTS")
+        if shots:
+            out = Path(shots) / (page_path.replace("/", "__").removesuffix(".html") + ".png")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(out), full_page=True)
+    finally:
+        page.close()
+    EXTERNAL.extend(watch.external)
+    VISITED.append(page_path)
+    problems = watch.report() + found
+    assert not problems, f"{page_path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems)
+
+
+# A page with every defect the checks look for: the checks must find each one (so they can fail).
+CANARY = r"""<!DOCTYPE html><html><head>
+<script src="https://unpkg.com/@jupyter-widgets/html-manager@1/dist/embed-amd.js"></script>
+<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Lato">
+</head><body><main>
+<p>The scale is \(1/\sqrt{d_k}\) and see Figure ?? for {term}`softmax`.</p>
+<p><span class="xref std std-ref">fig-missing</span> and <span class="pasted-text">nan</span></p>
+<img src="_images/does-not-exist.png" alt="">
+<script type="application/vnd.jupyter.widget-view+json">{"model_id": "x"}</script>
+</main></body></html>"""
+
+
+def test_checks_catch_a_broken_page(browser, server):
+    """The detectors are not blind: a page with known defects is flagged for each of them."""
+    page = browser.new_page()
+    watch = _Watch(page)
+    try:
+        page.goto(f"{server}/genindex.html", wait_until="load", timeout=60_000)
+        page.set_content(CANARY, wait_until="load")
+        found = page.evaluate(INSPECT_JS)
+    finally:
+        page.close()
+    report = "\n".join(watch.report() + found)
+    expected = {
+        "widget JavaScript from a CDN": "unpkg.com",
+        "web font from a CDN": "fonts.googleapis.com",
+        "broken image": "broken image",
+        "missing local file": "HTTP 404",
+        "raw TeX": "raw TeX",
+        "raw role": "role left as raw text",
+        "unresolved number": "??",
+        "unresolved reference": "unresolved cross-reference",
+        "nan glued": "glued value is nan",
+        "live widget": "live widget",
+    }
+    missed = [what for what, needle in expected.items() if needle not in report]
+    assert not missed, f"the checks missed: {missed}\nthey reported:\n{report}"
+
+
+def _search_problems(page, server) -> list[str]:
+    """Full-text search works offline: a query for a word every chapter uses finds pages."""
+    page.goto(f"{server}/search.html?q=softmax", wait_until="load", timeout=60_000)
+    try:
+        page.wait_for_function(
+            "document.querySelectorAll('#search-results ul.search li').length > 0", timeout=30_000
+        )
+    except Exception:  # playwright's TimeoutError; report it as a problem with the page
+        return ["search for 'softmax' returned no results"]
+    return []
+
+
+def test_every_toc_page_was_built():
+    """The page list is the book: every file in _toc.yml has a page, so no page escapes the check."""
+    if not PAGES:
+        _unavailable(f"no pages found under {HTML_DIR}: build the book first")
+    import yaml  # installed with jupyter-book
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
+    files = [toc["root"]] + [
+        ch["file"] for part in toc.get("parts", []) for ch in part.get("chapters", [])
+    ]
+    missing = [f for f in files if f"{f}.html" not in PAGES]
+    assert not missing, f"pages in _toc.yml with no HTML under {HTML_DIR}: {missing}"
+
+
+def test_no_request_left_the_machine():
+    """The whole-book count, for the record (each page test already fails on its own)."""
+    if not VISITED:
+        _unavailable("no page was opened in the browser, so there is no request count")
+    print(f"{len(VISITED)} pages opened; {len(EXTERNAL)} requests tried to leave the machine")
+    assert EXTERNAL == [], f"{len(EXTERNAL)} request(s) tried to leave the machine: {sorted(set(EXTERNAL))}"
