@@ -206,29 +206,60 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, is_causal=Fa
     return _attention_numpy(q, k, v, mask, s, is_causal, return_weights)
 
 
+# Below this bound on every |score| (float32: e^±30, float64: e^±300) exp(score) can neither overflow
+# nor lose the row to underflow, so the softmax may skip subtracting the row maximum (chapter 09).
+_NO_SHIFT_BOUND = {np.dtype(np.float32): 30.0, np.dtype(np.float64): 300.0}
+
+
+def _scores_need_shift(qs, k, v, dtype, S) -> bool:
+    """True unless Cauchy–Schwarz proves exp(q·k·scale) safe without the max shift.
+
+    |q_i·k_j·scale| ≤ max_i ‖q_i scale‖ · max_j ‖k_j‖; the products with v stay finite as long as
+    S · e^bound · max|v| stays far below the largest float.  Costs O((L + S)·d), not O(L·S).
+    """
+    limit = _NO_SHIFT_BOUND.get(dtype)
+    if limit is None or qs.size == 0 or k.size == 0:
+        return True
+    with np.errstate(over="ignore", invalid="ignore"):
+        bound = math.sqrt(float(np.max(np.einsum("...i,...i->...", qs, qs))) *
+                          float(np.max(np.einsum("...i,...i->...", k, k))))
+        vmax = max(float(v.max()), -float(v.min())) if v.size else 0.0
+    if not (math.isfinite(bound) and math.isfinite(vmax)) or bound > limit:
+        return True
+    return bound + math.log(S) + math.log(max(vmax, 1.0)) > math.log(np.finfo(dtype).max) - 8.0
+
+
 def _attention_numpy(q, k, v, mask, scale, is_causal, return_weights):
     dtype = np.result_type(q, k, v)
+    q, k, v = (a.astype(dtype, copy=False) for a in (q, k, v))
     L, S = q.shape[-2], k.shape[-2]
     if is_causal:
         mask = causal_mask(L, S)
     # Scale q (L·d_k numbers) rather than the scores (L·S numbers): same result, less work.
-    scores = np.matmul(q.astype(dtype, copy=False) * dtype.type(scale), k.astype(dtype, copy=False).swapaxes(-1, -2))
-    if mask is not None:
-        if mask.dtype == np.bool_:
-            scores = np.where(mask, scores, -np.inf).astype(dtype, copy=False)
-        else:
-            scores = scores + mask.astype(dtype, copy=False)
-    m = scores.max(axis=-1, keepdims=True)
-    m[np.isneginf(m)] = 0.0  # a fully masked row: exp(-inf) = 0 everywhere, sum 0
-    np.subtract(scores, m, out=scores)
+    qs = q * dtype.type(scale)
+    scores = np.matmul(qs, k.swapaxes(-1, -2))  # (..., L, S)
+    bool_mask = mask is not None and mask.dtype == np.bool_
+    if bool_mask:
+        if scores.shape != np.broadcast_shapes(scores.shape, mask.shape):
+            scores = np.broadcast_to(scores, np.broadcast_shapes(scores.shape, mask.shape)).copy()
+        np.copyto(scores, -np.inf, where=~mask)  # in place: masked keys get weight exactly 0
+    elif mask is not None:
+        scores = scores + mask.astype(dtype, copy=False)
+    # The row maximum is subtracted only where the scores could overflow exp (or where an additive
+    # mask could move them anywhere); exp(s - m) / Σ exp(s - m) = exp(s) / Σ exp(s) exactly otherwise.
+    if (mask is not None and not bool_mask) or _scores_need_shift(qs, k, v, dtype, S):
+        m = scores.max(axis=-1, keepdims=True)
+        m[np.isneginf(m)] = 0.0  # a fully masked row: exp(-inf) = 0 everywhere, sum 0
+        np.subtract(scores, m, out=scores)
     np.exp(scores, out=scores)  # unnormalised weights
-    denom = scores.sum(axis=-1, keepdims=True)
+    denom = np.matmul(scores, np.ones((S, 1), dtype=dtype))  # row sums, (..., L, 1); BLAS beats .sum() here
     denom[denom == 0] = 1.0  # that row's weights and output stay 0
     if return_weights:
         np.divide(scores, denom, out=scores)
-        return np.matmul(scores, v.astype(dtype, copy=False)), scores
+        return np.matmul(scores, v), scores
     # Normalise after the second product: L·d_v divisions instead of L·S.
-    return np.matmul(scores, v.astype(dtype, copy=False)) / denom
+    out = np.matmul(scores, v)
+    return np.divide(out, denom, out=out)
 
 
 def _attention_torch(q, k, v, mask, scale, is_causal, return_weights):
@@ -241,11 +272,21 @@ def _attention_torch(q, k, v, mask, scale, is_causal, return_weights):
     L, S = q.shape[-2], k.shape[-2]
     if is_causal:
         mask = causal_mask(L, S, like=q)
-    scores = (q * scale) @ k.transpose(-2, -1)  # (..., L, S)
+    scores = (q * scale) @ k.transpose(-2, -1)  # (..., L, S); scaling q is L·d_k multiplications, not L·S
+    dead = None  # rows with nothing to attend to: torch.softmax would give NaN there, lib gives 0
     if mask is not None:
         if mask.dtype == torch.bool:
+            dead = ~mask.any(dim=-1, keepdim=True)
             scores = scores.masked_fill(~mask, float("-inf"))
         else:
+            dead = torch.isneginf(mask).all(dim=-1, keepdim=True)
             scores = scores + mask
-    weights = softmax(scores, axis=-1)
+        if bool(dead.any()):
+            # a finite row in, zeros out: no NaN in the output or in the gradient
+            scores = scores.masked_fill(dead, 0.0)
+        else:
+            dead = None
+    weights = torch.softmax(scores, dim=-1)  # one fused kernel, max-shifted inside
+    if dead is not None:
+        weights = weights.masked_fill(dead, 0.0)
     return weights @ v, weights

@@ -1,4 +1,147 @@
-"""(Being written.)"""
+"""Memory-efficient attention: one block of keys at a time, with the online softmax (chapter 09).
+
+The plain path (:func:`lib.scaled_dot_product_attention`) builds the whole (L, S) score matrix.
+Here the keys and values are visited in blocks of ``block_size``; each query keeps three running
+quantities, updated block by block as FlashAttention does on chip (Dao et al. 2022,
+Algorithm 2 in their Appendix B; the online softmax of Milakov and Gimelshein 2018):
+
+- ``m``: the largest scaled score seen so far, (..., L, 1);
+- ``l``: the sum of ``exp(score - m)`` so far, (..., L, 1);
+- ``acc``: the sum of ``exp(score - m) · v`` so far, (..., L, d_v).
+
+When a block raises the maximum from ``m`` to ``m_new``, the old sums are rescaled by
+``exp(m - m_new)``.  The scale ``1/√d_k`` is applied to the scores *before* the running maximum
+(the shift must be the maximum of the numbers that are exponentiated; shifting scaled scores by
+an unscaled maximum can underflow a whole row).  At the end ``out = acc / l``.
+
+The extra memory is one (L, block_size) block of scores plus the (L, d_v) accumulator: it grows
+with L, not with L·S.  NumPy in, NumPy out; torch in, torch out (autograd works, but it keeps
+every block for the backward pass, so only the forward pass is memory-efficient here; FlashAttention
+recomputes the blocks instead).
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import numpy as np
+
+from ._backend import check_same_family, torch_module
+
+__all__ = ["blockwise_attention"]
+
+DEFAULT_BLOCK_SIZE = 512
+
+
+def blockwise_attention(q, k, v, mask=None, *, scale=None, is_causal=False, block_size=DEFAULT_BLOCK_SIZE):
+    r"""softmax(Q Kᵀ · scale) V computed over blocks of keys with the online softmax.
+
+    Same conventions, shapes and errors as :func:`lib.scaled_dot_product_attention` (no
+    ``return_weights``: the point is never to hold the (L, S) weights):
+    q (..., L, d_k), k (..., S, d_k), v (..., S, d_v) → out (..., L, d_v); ``scale=None`` is
+    1/√d_k; ``mask`` boolean (True = may attend) or additive float, broadcastable to (..., L, S);
+    ``is_causal=True`` lets query i see keys j ≤ i; a query with nothing to attend to gives zeros.
+
+    ``block_size`` keys are processed at a time (the last block may be shorter).  With
+    ``is_causal`` a key block starting at j0 only updates the queries i ≥ j0: the blocks above
+    the diagonal are skipped, as fused kernels do.  Chapter 09 walks through the update.
+    """
+    from .attention import _check_qkv, _default_scale  # lib.attention does not import this module
+
+    fam = check_same_family(q=q, k=k, v=v, mask=mask)
+    if fam == "numpy":
+        q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+        mask = None if mask is None else np.asarray(mask)
+    batch, L, S = _check_qkv(q, k, v, mask)
+    if is_causal and mask is not None:
+        raise ValueError("give either mask or is_causal=True, not both (combine them into one mask)")
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
+        raise ValueError(f"block_size must be a positive int; got {block_size!r}")
+    s = _default_scale(q.shape[-1], scale)
+    if mask is not None and mask.ndim == 1:
+        mask = mask[None, :]  # (S,) → (1, S), so that the key axis is always the last one
+    if fam == "torch":
+        return _blockwise_torch(q, k, v, mask, s, is_causal, int(block_size), batch, L, S)
+    return _blockwise_numpy(q, k, v, mask, s, is_causal, int(block_size), batch, L, S)
+
+
+def _key_block(mask, j0, j1):
+    """The columns j0:j1 of a mask whose key axis may be broadcast (length 1)."""
+    return mask if mask.shape[-1] == 1 else mask[..., j0:j1]
+
+
+def _blockwise_numpy(q, k, v, mask, scale, is_causal, block, batch, L, S):
+    dtype = np.result_type(q, k, v)
+    qs = q.astype(dtype, copy=False) * dtype.type(scale)  # the scale enters here, before any max
+    k, v = k.astype(dtype, copy=False), v.astype(dtype, copy=False)
+    d_v = v.shape[-1]
+    m = np.full((*batch, L, 1), -np.inf, dtype=dtype)  # running max of the scaled scores
+    l = np.zeros((*batch, L, 1), dtype=dtype)  # running sum of exp(score - m)
+    acc = np.zeros((*batch, L, d_v), dtype=dtype)  # running sum of exp(score - m) · v
+    qs = np.broadcast_to(qs, (*batch, L, qs.shape[-1]))
+    for j0 in range(0, S, block):
+        j1 = min(j0 + block, S)
+        i0 = min(j0, L) if is_causal else 0  # causal: queries above j0 see none of these keys
+        if i0 >= L:
+            break
+        s = np.matmul(qs[..., i0:, :], k[..., j0:j1, :].swapaxes(-1, -2))  # (..., L - i0, j1 - j0)
+        if is_causal:
+            s[..., np.arange(i0, L)[:, None] < np.arange(j0, j1)[None, :]] = -np.inf
+        elif mask is not None:
+            mb = _key_block(mask, j0, j1)  # i0 = 0 here: a mask and is_causal never come together
+            if mb.dtype == np.bool_:
+                s = np.where(mb, s, dtype.type(-np.inf))
+            else:
+                s = s + mb.astype(dtype, copy=False)
+        m_old = m[..., i0:, :]
+        m_new = np.maximum(m_old, s.max(axis=-1, keepdims=True))
+        m_safe = np.where(np.isneginf(m_new), dtype.type(0), m_new)  # nothing seen yet: shift by 0
+        alpha = np.exp(m_old - m_safe)  # rescales the old sums; exp(-inf) = 0 when there were none
+        np.subtract(s, m_safe, out=s)
+        np.exp(s, out=s)
+        l[..., i0:, :] = alpha * l[..., i0:, :] + s.sum(axis=-1, keepdims=True)
+        acc[..., i0:, :] = alpha * acc[..., i0:, :] + np.matmul(s, v[..., j0:j1, :])
+        m[..., i0:, :] = m_new
+        del s  # free this block before the next one is computed: one block alive at a time
+    l[l == 0] = 1.0  # a fully masked row: acc is 0, and so is its output
+    return acc / l
+
+
+def _blockwise_torch(q, k, v, mask, scale, is_causal, block, batch, L, S):
+    torch = torch_module()
+    dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
+    # float16/bfloat16 in: the running statistics and the accumulator in float32, as FlashAttention does
+    acc_dtype = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    qs = q.to(dtype) * scale  # the scale enters here, before any max
+    k, v = k.to(dtype), v.to(dtype)
+    if mask is not None and mask.dtype != torch.bool:
+        mask = mask.to(acc_dtype)
+    d_v = v.shape[-1]
+    opts = dict(dtype=acc_dtype, device=q.device)
+    m = torch.full((*batch, L, 1), float("-inf"), **opts)
+    l = torch.zeros((*batch, L, 1), **opts)
+    acc = torch.zeros((*batch, L, d_v), **opts)
+    qs = qs.expand(*batch, L, qs.shape[-1])
+    rows = torch.arange(L, device=q.device)
+    for j0 in range(0, S, block):
+        j1 = min(j0 + block, S)
+        i0 = min(j0, L) if is_causal else 0
+        if i0 >= L:
+            break
+        s = (qs[..., i0:, :] @ k[..., j0:j1, :].transpose(-2, -1)).to(acc_dtype)  # (..., L - i0, j1 - j0)
+        if is_causal:
+            cols = torch.arange(j0, j1, device=q.device)
+            s = s.masked_fill(rows[i0:, None] < cols[None, :], float("-inf"))
+        elif mask is not None:
+            mb = _key_block(mask, j0, j1)  # i0 = 0 here: a mask and is_causal never come together
+            s = s.masked_fill(~mb, float("-inf")) if mb.dtype == torch.bool else s + mb
+        m_old = m[..., i0:, :]
+        m_new = torch.maximum(m_old, s.amax(dim=-1, keepdim=True))
+        # the shift is a constant that cancels in acc / l: no gradient through it
+        m_safe = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new).detach()
+        alpha = torch.exp(m_old - m_safe)
+        p = torch.exp(s - m_safe)
+        pv = (p.to(dtype) @ v[..., j0:j1, :]).to(acc_dtype)
+        # out-of-place updates (autograd needs the old values); rows above i0 are unchanged
+        l = torch.cat([l[..., :i0, :], alpha * l[..., i0:, :] + p.sum(dim=-1, keepdim=True)], dim=-2)
+        acc = torch.cat([acc[..., :i0, :], alpha * acc[..., i0:, :] + pv], dim=-2)
+        m = torch.cat([m[..., :i0, :], m_new], dim=-2).detach()
+        del s, p
+    return (acc / torch.where(l == 0, torch.ones_like(l), l)).to(dtype)
