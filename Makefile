@@ -38,7 +38,7 @@ test-lib: install
 	$(BIN)/python -m pytest tests --ignore=tests/browser
 
 test-notebooks: install
-	$(BIN)/python -m pytest --nbval-lax --sanitize-with tests/sanitize.cfg -p no:cacheprovider book
+	$(BIN)/python -m pytest --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider book
 
 test-build: install
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
