@@ -13,18 +13,13 @@ import torch.nn.functional as F
 
 import lib
 from conftest import DEVICES, TOL, TORCH_DTYPE
+from conftest import input_grads
+from conftest import make_qkv as _make
 
 DTYPES = [np.float32, np.float64]
 
 # (batch shape, L, S, d_k, d_v): plain, extra batch dims, L != S, d_v != d_k, a single query
 SHAPES = [((), 4, 4, 8, 8), ((2,), 5, 7, 16, 3), ((2, 3), 6, 6, 4, 5), ((3, 1, 2), 1, 9, 32, 2)]
-
-
-def _make(rng, batch, L, S, d_k, d_v, dtype):
-    q = rng.standard_normal((*batch, L, d_k)).astype(dtype)
-    k = rng.standard_normal((*batch, S, d_k)).astype(dtype)
-    v = rng.standard_normal((*batch, S, d_v)).astype(dtype)
-    return q, k, v
 
 
 def _ref(q, k, v, mask=None, scale=None, is_causal=False):
@@ -131,23 +126,17 @@ def test_fused_and_explicit_torch_paths_agree_with_gradients(dtype):
     mask = torch.rand(6, 6, generator=g) < 0.7
     mask[:, 0] = True
     up = torch.randn(2, 4, 6, 16, generator=g, dtype=dtype)  # an upstream gradient of order 1
-    grads = []
-    for rw in (False, True):
-        res = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=rw)
-        out = res[0] if rw else res
-        (out * up).sum().backward()
-        grads.append([t.grad.clone() for t in (q, k, v)])
-        for t in (q, k, v):
-            t.grad = None
+    fused = input_grads(lambda: lib.scaled_dot_product_attention(q, k, v, mask), (q, k, v), up)
+    explicit = input_grads(lambda: lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)[0],
+                           (q, k, v), up)
     # gradients sum more float32 products than outputs do: relative 1e-4 there, 1e-10 in float64
     tol = dict(rtol=1e-4, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
-    for a, b in zip(*grads):
+    for a, b in zip(fused, explicit):
         torch.testing.assert_close(a, b, **tol)
     # and the gradient itself is PyTorch's: compare with autograd through F.sdpa
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    (out * up).sum().backward()
-    for t, mine in zip((q, k, v), grads[1]):
-        torch.testing.assert_close(t.grad, mine, **tol)
+    ref = input_grads(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), (q, k, v), up)
+    for r, mine in zip(ref, explicit):
+        torch.testing.assert_close(r, mine, **tol)
 
 
 def test_default_scale_is_one_over_sqrt_dk(rng):

@@ -13,17 +13,12 @@ import torch.nn.functional as F
 
 import lib
 from conftest import TOL, TORCH_DTYPE
+from conftest import input_grads
+from conftest import make_qkv as _make
 
 # blockwise vs plain: the same arithmetic in another order, a few float32 ulps apart
 CLOSE = {np.float32: dict(rtol=1e-6, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-12)}
 DTYPES = [np.float32, np.float64]
-
-
-def _make(rng, batch, L, S, d_k, d_v, dtype):
-    q = rng.standard_normal((*batch, L, d_k)).astype(dtype)
-    k = rng.standard_normal((*batch, S, d_k)).astype(dtype)
-    v = rng.standard_normal((*batch, S, d_v)).astype(dtype)
-    return q, k, v
 
 
 def _torch_ref(q, k, v, mask=None, scale=None, is_causal=False):
@@ -126,13 +121,9 @@ def test_gradients_match_sdpa(kind, dtype):
         mask = torch.rand(13, 13, generator=g) < 0.6
         mask[:, 0] = True
     up = torch.randn(2, 3, 13, 8, generator=g, dtype=dtype)
-    grads = []
-    for fn in (lambda: lib.blockwise_attention(q, k, v, mask, is_causal=kind == "causal", block_size=4),
-               lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=kind == "causal")):
-        (fn() * up).sum().backward()
-        grads.append([t.grad.clone() for t in (q, k, v)])
-        for t in (q, k, v):
-            t.grad = None
+    grads = [input_grads(fn, (q, k, v), up) for fn in (
+        lambda: lib.blockwise_attention(q, k, v, mask, is_causal=kind == "causal", block_size=4),
+        lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=kind == "causal"))]
     tol = dict(rtol=1e-4, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
     for mine, ref in zip(*grads):
         torch.testing.assert_close(mine, ref, **tol)
