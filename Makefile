@@ -28,8 +28,19 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
-book: install
+# The execution cache re-runs a notebook only when its own cells change. The chapters' results also
+# depend on lib/ and the pinned packages, so a change there clears the cache before the build.
+DEPS_HASH = $(shell cat lib/*.py requirements.txt | sha256sum | cut -c1-16)
+define build-book
+	@if [ "$$(cat _build/.deps-hash 2>/dev/null)" != "$(DEPS_HASH)" ]; then \
+	    echo "lib/ or requirements.txt changed since the last build: clearing the execution cache"; \
+	    rm -rf _build/.jupyter_cache; fi
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
+	@echo $(DEPS_HASH) > _build/.deps-hash
+endef
+
+book: install
+	$(build-book)
 	@echo "Open _build/html/index.html"
 
 test: install test-lib test-notebooks test-build test-browser
@@ -41,7 +52,7 @@ test-notebooks: install
 	$(BIN)/python -m pytest --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider book
 
 test-build: install
-	$(BIN)/jupyter-book build . $(JB_FLAGS)
+	$(build-book)
 
 # Every page of _build/html (or BOOK_HTML=dir) in headless Chromium, offline: run after the build.
 # Skips with a message where Chromium is missing (REQUIRE_BROWSER_TEST=1 makes that a failure).
