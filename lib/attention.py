@@ -268,6 +268,13 @@ def _attention_torch(q, k, v, mask, scale, is_causal, return_weights):
     if mask is not None and mask.dtype != torch.bool:
         mask = mask.to(q.dtype)
     if not return_weights:
+        if q.ndim != 4 and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and (mask is None or mask.ndim <= 2):
+            # PyTorch chooses its fused CPU kernel only for 4-D (batch, heads, L, d) inputs; other ranks
+            # fall back to its unfused math path (chapter 09). Same numbers, so present them as 4-D.
+            batch = q.shape[:-2]
+            q4, k4, v4 = (t.reshape(-1, 1, *t.shape[-2:]) for t in (q, k, v))  # (N, 1, L|S, d)
+            out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, is_causal=is_causal, scale=scale)
+            return out.reshape(*batch, *out.shape[-2:])  # (..., L, d_v)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale)
     L, S = q.shape[-2], k.shape[-2]
     if is_causal:

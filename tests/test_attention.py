@@ -139,6 +139,27 @@ def test_fused_and_explicit_torch_paths_agree_with_gradients(dtype):
         torch.testing.assert_close(r, mine, **tol)
 
 
+@pytest.mark.parametrize("shape", [(7, 16), (3, 7, 16), (2, 3, 5, 7, 16)])
+def test_torch_path_uses_the_fused_kernel_for_any_rank(rng, shape):
+    """PyTorch picks its fused CPU kernel only for 4-D inputs; lib presents other ranks as 4-D.
+
+    Checked by the numbers (equal to PyTorch's math on the original shape) and by the backend that
+    PyTorch's dispatcher chooses for the 4-D view.
+    """
+    q, k, v = (torch.from_numpy(rng.standard_normal(shape)) for _ in range(3))
+    ref = F.scaled_dot_product_attention(q, k, v)
+    for causal in (False, True):
+        torch.testing.assert_close(lib.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                                   F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                                   rtol=1e-10, atol=1e-10)
+    assert lib.scaled_dot_product_attention(q, k, v).shape == ref.shape
+    q4 = q.reshape(-1, 1, *shape[-2:]).float()
+    assert torch._fused_sdp_choice(q4, q4, q4) == torch.nn.attention.SDPBackend.FLASH_ATTENTION.value
+    if len(shape) == 3:  # the reason for the reshape: a 3-D input gets the unfused math path
+        q3 = q.float()
+        assert torch._fused_sdp_choice(q3, q3, q3) == torch.nn.attention.SDPBackend.MATH.value
+
+
 def test_default_scale_is_one_over_sqrt_dk(rng):
     q, k, v = _make(rng, (), 3, 5, 64, 4, np.float64)
     a = lib.scaled_dot_product_attention(q, k, v)
