@@ -16,7 +16,7 @@ similar amount of work) it times, interleaved round by round on the same arrays:
 
 and prints each one's best and median time, its throughput (4·L²·d_k FLOPs per head: the two
 matrix products) and the target ratios.  Timings on a shared machine are noisy: every candidate
-runs once per round, in a rotating order, after a 20 ms pause (the worker threads of the library
+runs once per round, in a fresh random order, after a 20 ms pause (the worker threads of the library
 that ran before spin for a while after each call and would steal its cores).  Each ratio is the
 median over the rounds of (time of a / time of b) within a round: the two ran close together, so a
 slow spell of the machine cancels, and the median drops the rounds that a burst of other work hit.
@@ -120,15 +120,20 @@ def candidates(L: int, torch):
 
 
 def time_interleaved(fns: dict, *, min_rounds: int, max_rounds: int, budget_s: float):
-    """Run every candidate once per round, rotating the order; stop after the budget."""
+    """Run every candidate once per round, in a fresh random order; stop after the budget.
+
+    A rotating order would leave each candidate always right after the same neighbour, whose
+    lingering worker threads can slow it the same way every round; a seeded shuffle does not.
+    """
     names = list(fns)
     for f in fns.values():  # warm up (allocator, thread pool, first-call costs)
         f()
     times = {n: [] for n in names}
     t_start = time.perf_counter()
     r = 0
+    order_rng = np.random.default_rng(0)
     while r < max_rounds and (r < min_rounds or time.perf_counter() - t_start < budget_s):
-        order = names[r % len(names):] + names[:r % len(names)]
+        order = [names[i] for i in order_rng.permutation(len(names))]
         for n in order:
             time.sleep(0.02)  # let the other library's worker threads stop spinning (OpenMP, OpenBLAS)
             t0 = time.perf_counter()
