@@ -5,10 +5,10 @@ NumPy path: works without torch.  Torch path: pass torch tensors (CPU or CUDA).
 Layout (one module per idea; each lists its public names in ``__all__``):
 
 - ``attention``  softmax, its Jacobian, scaled dot-product attention, heads, masks (ch. 01, 04, 07)
-- ``metrics``    entropy, Jacobian norm, random-attention statistics (ch. 04-06)
+- ``metrics``    entropy, Jacobian norm, random-attention statistics (ch. 05-07)
 - ``simulate``   Monte Carlo of dot products and exam scores (ch. 02, 03, 06)
-- ``saturation`` softmax saturation helpers (ch. 04)
-- ``modern``     what current models do instead of a fixed 1/√d_k (ch. 06)
+- ``saturation`` softmax saturation helpers (ch. 05)
+- ``modern``     what current models do instead of a fixed 1/√d_k (ch. 07)
 - ``blockwise``  memory-efficient attention with the online softmax (ch. 09)
 - ``selfcheck``  verdicts for exercise answers (every chapter)
 - ``plotting``   the book's figure style (import it explicitly: ``from lib import plotting``)

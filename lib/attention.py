@@ -5,7 +5,7 @@ tensors (the torch path, on the tensors' own device, keeping autograd).  The
 book's chapters call these; ``tests/`` proves them against PyTorch's own
 ``softmax``, ``scaled_dot_product_attention`` and autograd.
 
-Chapter 01 explains the formula; chapter 04 the softmax Jacobian.
+Chapter 01 explains the formula; chapter 05 the softmax Jacobian.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def softmax_jacobian(p):
 
     Works along the last axis: ``p`` of shape (..., n) gives (..., n, n) with
     ``J[..., i, j] = ∂p_i/∂z_j = p_i (δ_ij - p_j)``.  NumPy or torch.
-    Chapter 04 shows why every entry lies in [-1/4, 1/4] and why J → 0 as p
+    Chapter 05 shows why every entry lies in [-1/4, 1/4] and why J → 0 as p
     approaches one-hot.
     """
     if is_torch(p):

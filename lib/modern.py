@@ -1,6 +1,6 @@
 """What current models do instead of (or on top of) a fixed 1/√d_k.
 
-Small, exact versions of the ideas chapter 06 demonstrates:
+Small, exact versions of the ideas chapter 07 demonstrates:
 
 - :func:`l2_normalize`, :func:`qk_norm_scores`: QK-normalisation with a learned or given gain
   (Henry et al. 2020); the scores lie in [-gain, gain] whatever d_k and the input scale.
@@ -36,7 +36,7 @@ __all__ = [
 def l2_normalize(x, *, axis: int = -1, eps: float = 1e-12):
     """``x / max(‖x‖₂, eps)`` along ``axis``; the same convention as ``torch.nn.functional.normalize``.
 
-    NumPy or torch (shape kept).  Chapter 06 uses it for QK-normalisation.
+    NumPy or torch (shape kept).  Chapter 07 uses it for QK-normalisation.
     """
     if is_torch(x):
         torch = torch_module()
@@ -56,7 +56,7 @@ def qk_norm_scores(q, k, gain, *, eps: float = 1e-12):
     similarity, so it lies in [-gain, gain] for any d_k and any size of q and k.  ``gain`` replaces
     1/√d_k; it is a number, or (torch path) a tensor such as a learnable ``nn.Parameter``.
     Feed the result to a softmax, or pass q̂·gain and k̂ to attention with ``scale=1.0``.
-    NumPy or torch.  Chapter 06.
+    NumPy or torch.  Chapter 07.
     """
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"d_k differs: q has shape {tuple(q.shape)} and k has shape {tuple(k.shape)}")
@@ -71,7 +71,7 @@ def mup_scale(d_k: int, *, base_d_k: int = 64) -> float:
 
     With the default base of 64 this is 8/d_k, the constant the microsoft/mup README suggests for
     matching 1/√d at d = 64.  Pass it as ``scale=`` to :func:`lib.scaled_dot_product_attention`.
-    Chapter 06.
+    Chapter 07.
     """
     for name, v in (("d_k", d_k), ("base_d_k", base_d_k)):
         if not isinstance(v, (int, np.integer)) or v < 1:
@@ -85,7 +85,7 @@ def length_scaled_softmax(z, *, s: float = 1.0, axis: int = -1):
     The log-n length scaling of Chiang & Cholak (2022) and Scalable-Softmax (Nakanishi 2025), in which
     ``s`` is learned.  With it, a key that leads the others by a margin m keeps a weight of
     n^{sm}/(n^{sm} + n − 1) instead of e^m/(e^m + n − 1), which fades as n grows.  n = 1 gives 1.
-    NumPy or torch.  Chapter 06.
+    NumPy or torch.  Chapter 07.
     """
     n = z.shape[axis]
     if n < 1:
@@ -97,7 +97,7 @@ def sigma_reparam(w, gamma: float = 1.0):
     """σReparam (Zhai et al. 2023): ``W · gamma / σ_max(W)``, so the spectral norm becomes ``gamma``.
 
     ``w`` is a 2-D NumPy array; σ_max is computed exactly (largest singular value), where the paper
-    uses power iteration during training.  Chapter 06.
+    uses power iteration during training.  Chapter 07.
     """
     w = np.asarray(w, dtype=float)
     if w.ndim != 2:
@@ -114,7 +114,7 @@ def correlated_projections(d_model: int, d_k: int, rho: float, *, seed=0):
     Entries are N(0, 1/d_model), so for unit-variance inputs each query and key component has variance
     about 1; ``W_K = rho·W_Q + √(1 − rho²)·W_noise``.  With one input x, the pair (q_i, k_i) =
     ((xW_Q)_i, (xW_K)_i) then has correlation ``rho``: the self-score q·k has mean about rho·d_k.
-    ``seed`` is an int or a ``np.random.Generator``.  Chapter 06.
+    ``seed`` is an int or a ``np.random.Generator``.  Chapter 07.
     """
     for name, v in (("d_model", d_model), ("d_k", d_k)):
         if not isinstance(v, (int, np.integer)) or v < 1:

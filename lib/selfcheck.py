@@ -6,7 +6,7 @@ sentence, not a traceback.  Chapters call them in exercise cells::
     my_scores = None          # your answer here
     lib.check_array(my_scores, expected, name="scaled scores", hint="divide by √d_k, not d_k")
 
-Chapter 08 (practice by hand) uses four specific checks that know the usual mistakes and name
+Chapter 04 (practice by hand) uses four specific checks that know the usual mistakes and name
 them in the verdict (``Verdict.mistake`` holds a short code, e.g. ``"unscaled"``)::
 
     lib.check_dot(answer, q, k)                 # raw q·k or Q Kᵀ
@@ -109,7 +109,7 @@ def check_number(answer, expected, *, name: str = "your answer", rtol: float = 1
 
 
 # ---------------------------------------------------------------------------
-# Specific self-checks for chapter 08 (practice by hand): dot products, scaled
+# Specific self-checks for chapter 04 (practice by hand): dot products, scaled
 # scores, softmax and attention weights.  Each one knows the usual mistakes and
 # names the one it recognises.  None of them raises on the learner's answer.
 # ---------------------------------------------------------------------------
@@ -256,7 +256,7 @@ def _score_mistakes(qa, ka, raw, d_k, *, scaled):
 
 
 def check_dot(answer, q, k, *, name: str = "q·k", hint: str = "") -> Verdict:
-    """Check the learner's **unscaled** dot product(s) of ``q`` and ``k`` (chapter 08).
+    """Check the learner's **unscaled** dot product(s) of ``q`` and ``k`` (chapter 04).
 
     ``q`` is a vector ``(d_k,)`` or a matrix ``(L, d_k)``; ``k`` a vector ``(d_k,)`` or a matrix
     ``(S, d_k)`` of keys, one per row.  Expected: ``q @ k`` (a number), ``q @ k.T`` (``(S,)``) or
@@ -271,7 +271,7 @@ def check_dot(answer, q, k, *, name: str = "q·k", hint: str = "") -> Verdict:
 
 
 def check_scaled_scores(answer, q, k, *, name: str = "scaled scores", hint: str = "") -> Verdict:
-    """Check the learner's **scaled** scores ``q·k/√d_k`` (chapter 08).
+    """Check the learner's **scaled** scores ``q·k/√d_k`` (chapter 04).
 
     Shapes as in :func:`check_dot`.  Recognised mistakes: ``unscaled`` (forgot the scale),
     ``divided_by_dk`` (divided by d_k instead of √d_k), ``multiplied_by_sqrt_dk``,
@@ -321,7 +321,7 @@ def _rows_hint(a, axis):
 
 
 def check_softmax(answer, scores, *, axis: int = -1, name: str = "softmax weights", hint: str = "") -> Verdict:
-    """Check the learner's softmax of ``scores`` along ``axis`` (chapter 08).
+    """Check the learner's softmax of ``scores`` along ``axis`` (chapter 04).
 
     ``scores`` is a vector ``(S,)`` or a matrix ``(L, S)``; the answer has the same shape.  Recognised
     mistakes: ``overflow`` (NaN/inf from ``exp`` of large scores: subtract the maximum),
@@ -345,7 +345,7 @@ def check_softmax(answer, scores, *, axis: int = -1, name: str = "softmax weight
 
 
 def check_attention_weights(answer, q, k, *, name: str = "attention weights", hint: str = "") -> Verdict:
-    """Check the learner's attention weights ``softmax(q kᵀ/√d_k)`` along the keys (chapter 08).
+    """Check the learner's attention weights ``softmax(q kᵀ/√d_k)`` along the keys (chapter 04).
 
     ``q`` is ``(d_k,)`` or ``(L, d_k)``, ``k`` is ``(S, d_k)``; the answer is ``(S,)`` or ``(L, S)``.
     Recognised mistakes: ``unscaled`` (softmax of the raw scores), ``divided_by_dk``, ``wrong_axis``,

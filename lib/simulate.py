@@ -1,7 +1,7 @@
 """Monte Carlo helpers the chapters share: random dot products and their statistics.
 
 Chapter 02 uses the exam-score simulator; chapter 03 checks Var(q·k) = d_k, measures the
-sampling noise of a variance and the excess kurtosis of the scaled score; chapter 06 breaks the
+sampling noise of a variance and the excess kurtosis of the scaled score; chapter 07 breaks the
 assumptions.
 """
 from __future__ import annotations

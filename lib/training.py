@@ -1,6 +1,6 @@
 """A small task that attention must learn, a one-layer attention model, and its training loop.
 
-Chapter 05 trains this model with the scale 1/√d_k and with scale 1 and compares
+Chapter 06 trains this model with the scale 1/√d_k and with scale 1 and compares
 how fast each learns.  Needs torch (not imported by ``lib/__init__``); use
 ``from lib import training``.
 
@@ -219,7 +219,7 @@ def per_query_gradients(model: AttentionRetriever, batch: RetrievalBatch) -> dic
     ‖x_b‖ · ‖∂L_b/∂q_b‖.  One backward pass gives all of them.  Returns NumPy
     arrays of shape (B,): ``grad_q`` (that norm), ``loss`` (per-query cross-entropy),
     ``entropy``, ``max_weight`` and ``match_weight`` (the weight on the key the query
-    copies).  The model's parameters receive no gradient.  Chapter 05 uses it to show
+    copies).  The model's parameters receive no gradient.  Chapter 06 uses it to show
     that a batch gradient can be large while most queries pass almost none.
     """
     x = batch.query                                              # (B, 1, d_in)
@@ -244,7 +244,7 @@ def steps_to_threshold(loss, threshold: float, window: int = 10) -> int:
 
     ``loss`` is a 1-d sequence of per-step losses.  Returns the index of the last step in the
     first such window (so at least ``window - 1``), or ``len(loss)`` if the threshold is never
-    reached.  Chapter 05 uses it to say how fast each model learns.
+    reached.  Chapter 06 uses it to say how fast each model learns.
     """
     x = np.asarray(loss, dtype=float)
     if x.ndim != 1:

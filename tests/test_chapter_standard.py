@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-CHAPTERS = sorted(BOOK.glob("0[0-9]_*.ipynb"))
+CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
 GLOSSARY = (BOOK / "glossary.md").read_text(encoding="utf-8")
 TERMS = {m.group(1).strip().lower() for m in re.finditer(r"^(\S[^\n]*)\n  \S", GLOSSARY.split("```{glossary}")[1], re.M)}
 

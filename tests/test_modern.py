@@ -1,4 +1,4 @@
-"""lib.modern against PyTorch and exact math (chapter 06)."""
+"""lib.modern against PyTorch and exact math (chapter 07)."""
 import math
 
 import numpy as np

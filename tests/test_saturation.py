@@ -1,4 +1,4 @@
-"""lib.saturation against PyTorch autograd and exact values (chapter 04)."""
+"""lib.saturation against PyTorch autograd and exact values (chapter 05)."""
 import math
 
 import numpy as np

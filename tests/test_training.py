@@ -1,4 +1,4 @@
-"""lib.training: the retrieval task, the model (against PyTorch's attention), the loop (chapter 05)."""
+"""lib.training: the retrieval task, the model (against PyTorch's attention), the loop (chapter 06)."""
 import math
 
 import numpy as np
