@@ -11,6 +11,8 @@ Layout (one module per idea; each lists its public names in ``__all__``):
 - ``modern``     what current models do instead of a fixed 1/√d_k (ch. 07)
 - ``blockwise``  memory-efficient attention with the online softmax (ch. 09)
 - ``selfcheck``  verdicts for exercise answers (every chapter)
+- ``exercises``  one self-check per exercise whose answer must not appear in the notebook
+- ``i18n``       ``tr``: figure labels and verdicts in the book's language, from the page catalogs
 - ``plotting``   the book's figure style (import it explicitly: ``from lib import plotting``)
 - ``mha``, ``device``, ``training``: need torch; loaded on first use.
 
@@ -19,9 +21,11 @@ that ``import lib`` works where torch is not installed (tests/test_no_torch.py).
 """
 from __future__ import annotations
 
-from . import attention, blockwise, metrics, modern, saturation, selfcheck, simulate
+from . import attention, blockwise, exercises, i18n, metrics, modern, saturation, selfcheck, simulate
 from .attention import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
+from .exercises import *  # noqa: F401,F403
+from .i18n import language, set_language, tr  # noqa: F401
 from .metrics import *  # noqa: F401,F403
 from .modern import *  # noqa: F401,F403
 from .saturation import *  # noqa: F401,F403
@@ -41,6 +45,8 @@ _LAZY = {
 __all__ = [
     *attention.__all__,
     *blockwise.__all__,
+    *exercises.__all__,
+    "language", "set_language", "tr",
     *metrics.__all__,
     *modern.__all__,
     *saturation.__all__,

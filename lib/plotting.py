@@ -1,15 +1,21 @@
 """One figure style for the whole book, so scaled and unscaled look the same everywhere.
 
 ``from lib import plotting; plotting.setup()`` at the top of a chapter; then use
-``plotting.SCALED`` / ``plotting.UNSCALED`` / ``plotting.BY_D`` for colours.
+``plotting.SCALED`` / ``plotting.UNSCALED`` / ``plotting.BY_D`` for colours, and hand every finished
+figure to ``plotting.glue(name, fig)``: it checks that the figure's smallest text is legible at the
+width the HTML book shows it (``COLUMN_PX``), glues it for ``{glue:figure}``, and closes it.
 Imported only on request: ``import lib`` does not import matplotlib.
+
+In the Japanese edition (``lib.i18n.language() == "ja"``) ``setup`` draws with the bundled IPAexGothic
+font of ``matplotlib-fontja``, so translated labels (``lib.i18n.tr``) never show as empty boxes.
 """
 from __future__ import annotations
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
-__all__ = ["setup", "SCALED", "UNSCALED", "OVER", "THEORY", "label_panel"]
+__all__ = ["setup", "glue", "smallest_text_px", "SCALED", "UNSCALED", "OVER", "THEORY", "label_panel",
+           "COLUMN_PX", "MIN_TEXT_PX", "DPI"]
 
 SCALED = "#1b7837"    # green: divided by √d_k
 UNSCALED = "#c2185b"  # magenta: raw q·k (scale = 1)
@@ -17,10 +23,25 @@ OVER = "#f28e2b"      # orange: divided by d_k (over-corrected)
 THEORY = "#333333"    # dark grey, dashed: a prediction from the math
 
 
+#: Width in CSS pixels that a figure gets in the HTML book's article column at a 1366 x 900 window
+#: (sphinx-book-theme 1.3); a wider image is scaled down to it. tests/browser checks that no edition's
+#: column is narrower than this.
+COLUMN_PX = 740
+#: The smallest text a figure may show, in CSS pixels as displayed: above the page's smallest print
+#: (MathJax sub- and superscripts, about 10 px) and a little under its code text (14 px).
+MIN_TEXT_PX = 12.0
+#: Resolution of the PNGs the notebooks produce (matplotlib's inline backend uses ``figure.dpi``).
+DPI = 110
+
+
 def setup():
     """Apply the book's matplotlib style (sizes tuned for the HTML page and for print)."""
+    from .i18n import language
+
+    if language() == "ja":
+        import matplotlib_fontja  # noqa: F401 - registers IPAexGothic and makes it the default family
     mpl.rcParams.update({
-        "figure.dpi": 110,
+        "figure.dpi": DPI,
         "savefig.dpi": 150,
         "figure.figsize": (7.0, 3.6),
         "figure.constrained_layout.use": True,
@@ -34,6 +55,44 @@ def setup():
         "legend.frameon": False,
         "font.size": 10,
     })
+
+
+def smallest_text_px(fig):
+    """The smallest visible text of ``fig`` as the HTML book displays it: ``(size in CSS px, the text)``.
+
+    The notebook saves the figure cropped to its content (``bbox_inches="tight"``, 0.1 in padding) at
+    ``fig.dpi``; the page shows that image at its own width, or scaled down to ``COLUMN_PX`` if wider.
+    A text of ``s`` points is then ``s / 72 * dpi * scale`` pixels high.
+    """
+    from matplotlib.text import Text
+
+    fig.canvas.draw()                      # tick labels get their text at draw time
+    renderer = fig.canvas.get_renderer()
+    width_px = (fig.get_tightbbox(renderer).width + 2 * mpl.rcParams["savefig.pad_inches"]) * fig.dpi
+    scale = min(1.0, COLUMN_PX / width_px)
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
+             and (t.axes is None or t.axes.get_visible())]
+    if not texts:
+        return float("inf"), ""
+    t = min(texts, key=lambda t: t.get_fontsize())
+    return float(t.get_fontsize() / 72 * fig.dpi * scale), t.get_text()
+
+
+def glue(name, fig, *, min_px=MIN_TEXT_PX):
+    """Check that ``fig`` is legible in the HTML book, glue it as ``name`` (display=False), close it.
+
+    Raises ``ValueError`` naming the smallest text if it would show below ``min_px`` CSS pixels: make
+    the figure narrower (stack wide rows of panels into a grid) or its text larger.
+    """
+    from myst_nb import glue as _glue
+
+    px, text = smallest_text_px(fig)
+    if px < min_px:
+        raise ValueError(f"figure {name!r}: its smallest text, {text!r}, would show {px:.1f} px high in the "
+                         f"book's {COLUMN_PX}-px column (at least {min_px:g} px needed); draw the figure "
+                         "narrower or its text larger")
+    _glue(name, fig, display=False)
+    plt.close(fig)
 
 
 def label_panel(ax, text):

@@ -1,0 +1,137 @@
+"""Translated strings for what code shows: figure text, widget labels, self-check verdicts.
+
+The book has one English source and a Japanese edition. The prose is translated in gettext catalogs,
+``locales/<lang>/LC_MESSAGES/<page>.po`` (one per page; ``lib.po`` for lib's own messages). Strings
+that code puts in front of a reader come from the **same catalogs**: code marks them with :func:`tr`,
+and the catalog tool (``tools/i18n.py``) extracts every ``tr("...")`` call into the catalog of the page
+(or of lib) it appears in, next to that page's prose::
+
+    from lib.i18n import tr
+    ax.set_xlabel(tr("key index $j$"))
+    ax.set_title(tr("{n} keys", n=32))        # fields: the message is a str.format template
+
+In English ``tr`` returns the message itself. In another language it returns the catalog's
+translation, or the English message while it has none (an untranslated or fuzzy entry). The language
+is ``set_language(...)`` if called, else the environment variable ``BOOK_LANG`` (``make`` sets it for
+the Japanese edition and for ``make lab LANG=ja``), else English.
+
+Rules that keep extraction exact (``tests/test_notebook_source.py`` enforces them): the message is one
+string literal (implicit concatenation of literals is fine; an f-string or a variable is not), and
+numbers go in as fields, never into the message text.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+__all__ = ["tr", "language", "set_language", "catalog", "LANGUAGES"]
+
+#: The editions the book has. English is the source; the others are catalogs under ``locales/``.
+LANGUAGES = ("en", "ja")
+
+_chosen: str | None = None
+_catalogs: dict[str, dict[str, str]] = {}
+
+
+def _locales_dir() -> Path:
+    """``$BOOK_LOCALES``, else ``locales/`` next to this package (a checkout or an editable install)."""
+    return Path(os.environ.get("BOOK_LOCALES") or Path(__file__).resolve().parent.parent / "locales")
+
+
+def language() -> str:
+    """The language code in use: ``set_language``'s, else ``$BOOK_LANG``, else ``"en"``."""
+    lang = _chosen or os.environ.get("BOOK_LANG") or "en"
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown book language {lang!r} (from BOOK_LANG or set_language); "
+                         f"the book has {', '.join(LANGUAGES)}")
+    return lang
+
+
+def set_language(lang: str | None) -> None:
+    """Use ``lang`` (``"en"``, ``"ja"``) from now on; ``None`` goes back to ``$BOOK_LANG``."""
+    global _chosen
+    if lang is not None and not isinstance(lang, str):
+        raise TypeError(f"set_language expects a language code such as 'ja' or None; got {type(lang).__name__}")
+    if lang is not None and lang not in LANGUAGES:
+        raise ValueError(f"unknown book language {lang!r}; the book has {', '.join(LANGUAGES)}")
+    _chosen = lang
+
+
+def tr(message: str, /, **fields) -> str:
+    """``message`` in the current language, with ``fields`` filled in (``str.format``) if given."""
+    if not isinstance(message, str):
+        raise TypeError(f"tr expects the English message as a str; got {type(message).__name__}")
+    lang = language()
+    text = message if lang == "en" else catalog(lang).get(message) or message
+    return text.format(**fields) if fields else text
+
+
+def catalog(lang: str) -> dict[str, str]:
+    """Every finished translation of ``lang``: English message -> translation (cached).
+
+    Reads all ``.po`` files under ``locales/<lang>/LC_MESSAGES`` (sorted; the first translation of a
+    message wins). Fuzzy, obsolete and empty entries are left out, so their English shows.
+    """
+    if lang not in _catalogs:
+        merged: dict[str, str] = {}
+        folder = _locales_dir() / lang / "LC_MESSAGES"
+        for path in sorted(folder.rglob("*.po")) if folder.is_dir() else ():
+            for msgid, msgstr in read_po(path).items():
+                merged.setdefault(msgid, msgstr)
+        _catalogs[lang] = merged
+    return _catalogs[lang]
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+_QUOTED = re.compile(r'^"(.*)"\s*$')
+
+
+def _unquote(line: str, path, lineno) -> str:
+    m = _QUOTED.match(line)
+    if not m:
+        raise ValueError(f"{path}:{lineno}: expected a quoted string, got {line!r}")
+    return re.sub(r"\\(.)", lambda e: _ESCAPES.get(e.group(1), "\\" + e.group(1)), m.group(1))
+
+
+def read_po(path) -> dict[str, str]:
+    """The translated, non-fuzzy entries of one gettext ``.po`` file: ``{msgid: msgstr}``.
+
+    A small reader for what Sphinx and sphinx-intl write (``msgctxt`` is read and ignored, plural forms
+    are not used by this book); ``tests/test_i18n.py`` compares it with polib on real catalogs.
+    """
+    out: dict[str, str] = {}
+    entry: dict[str, str] = {}
+    fuzzy = False
+    field = None
+
+    def flush():
+        nonlocal entry, fuzzy, field
+        if entry.get("msgid") and entry.get("msgstr") and not fuzzy:
+            out[entry["msgid"]] = entry["msgstr"]
+        entry, fuzzy, field = {}, False, None
+
+    for lineno, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            flush()
+        elif line.startswith("#~"):
+            continue                                  # obsolete entry
+        elif line.startswith("#,"):
+            if entry:                                 # flags start a new entry
+                flush()
+            fuzzy = "fuzzy" in (f.strip() for f in line[2:].split(","))
+        elif line.startswith("#"):
+            continue
+        elif line.startswith(("msgctxt ", "msgid ", "msgstr ")):
+            key, rest = line.split(" ", 1)
+            if key in ("msgctxt", "msgid") and "msgstr" in entry:
+                flush()                               # a new entry without a blank line before it
+            field = key
+            entry[field] = _unquote(rest, path, lineno)
+        elif line.startswith('"') and field:
+            entry[field] += _unquote(line, path, lineno)
+        else:
+            raise ValueError(f"{path}:{lineno}: cannot read this line of a .po file: {raw!r}")
+    flush()
+    return out

@@ -1,0 +1,101 @@
+"""lib.i18n: the .po reader against polib (a reader nobody here wrote), and tr's language switch."""
+import textwrap
+
+import polib
+import pytest
+
+import lib
+from lib import i18n
+
+SAMPLE = textwrap.dedent(r'''
+    # A catalog with every shape Sphinx and sphinx-intl write.
+    msgid ""
+    msgstr ""
+    "Content-Type: text/plain; charset=UTF-8\n"
+
+    msgid "attention weight"
+    msgstr "アテンションの重み"
+
+    #, fuzzy
+    msgid "key index $j$"
+    msgstr "古い訳"
+
+    msgid ""
+    "A message over "
+    "two lines with \"quotes\", a back\\slash and a\nnew line"
+    msgstr ""
+    "二行の"
+    "メッセージ \"引用\" \\ と\n改行"
+
+    msgctxt "figure"
+    msgid "scaled"
+    msgstr "スケールあり"
+
+    msgid "not translated yet"
+    msgstr ""
+
+    #, python-format, fuzzy
+    msgid "{n} keys"
+    msgstr "キー{n}個"
+    #~ msgid "obsolete"
+    #~ msgstr "廃止"
+
+    msgid "{n} keys, fresh"
+    msgstr "キー{n}個（新）"
+    ''')
+
+
+def test_read_po_agrees_with_polib(tmp_path):
+    path = tmp_path / "sample.po"
+    path.write_text(SAMPLE, encoding="utf-8")
+    ours = i18n.read_po(path)
+    theirs = {e.msgid: e.msgstr for e in polib.pofile(str(path))
+              if e.msgid and e.msgstr and not e.fuzzy and not e.obsolete}
+    assert ours == theirs
+    assert ours["scaled"] == "スケールあり" and "key index $j$" not in ours and "{n} keys" not in ours
+    assert ours['A message over two lines with "quotes", a back\\slash and a\nnew line'].endswith("と\n改行")
+
+
+def test_read_po_agrees_with_polib_on_the_books_catalogs():
+    folder = i18n._locales_dir()
+    paths = sorted(folder.rglob("*.po"))
+    if not paths:
+        pytest.skip("no catalogs yet")
+    for path in paths:
+        theirs = {e.msgid: e.msgstr for e in polib.pofile(str(path))
+                  if e.msgid and e.msgstr and not e.fuzzy and not e.obsolete}
+        assert i18n.read_po(path) == theirs, path
+
+
+def test_tr_follows_the_language(tmp_path, monkeypatch):
+    cat = tmp_path / "ja" / "LC_MESSAGES" / "book"
+    cat.mkdir(parents=True)
+    (cat / "page.po").write_text(SAMPLE, encoding="utf-8")
+    monkeypatch.setenv("BOOK_LOCALES", str(tmp_path))
+    monkeypatch.setattr(i18n, "_catalogs", {})
+    monkeypatch.delenv("BOOK_LANG", raising=False)
+    try:
+        assert lib.tr("attention weight") == "attention weight" and lib.language() == "en"
+        monkeypatch.setenv("BOOK_LANG", "ja")
+        assert lib.tr("attention weight") == "アテンションの重み"
+        assert lib.tr("key index $j$") == "key index $j$"            # fuzzy: the English shows
+        assert lib.tr("{n} keys", n=3) == "3 keys"                   # fuzzy, with a field
+        assert lib.tr("{n} keys, fresh", n=3) == "キー3個（新）"
+        lib.set_language("en")
+        assert lib.tr("attention weight") == "attention weight"
+    finally:
+        lib.set_language(None)
+
+
+def test_bad_language_and_message():
+    with pytest.raises(ValueError, match="unknown book language 'fr'"):
+        lib.set_language("fr")
+    with pytest.raises(TypeError, match="str"):
+        lib.tr(3)
+
+
+def test_bad_po_line_is_named(tmp_path):
+    path = tmp_path / "bad.po"
+    path.write_text('msgid "a"\nmsgstr "b"\nnonsense\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.po:3"):
+        i18n.read_po(path)

@@ -1,0 +1,180 @@
+"""Rules on the chapters' source that keep the book honest, readable and translatable.
+
+- Visible code fits the HTML book's code box at a 1366-px window: no visible line over
+  ``MAX_LINE`` characters (the box holds about 85 characters of the theme's 14-px monospace).
+  Visible means every code cell not tagged ``remove-cell``/``remove-input`` (``hide-input`` cells
+  are visible once opened), and every fenced code block in the prose.
+- No hidden assertion checks only literals (``assert round(math.sqrt(512)) == 23``) or an
+  expression against itself (``assert a == a``): such a check cannot fail.
+- ``tr(...)`` gets one string literal, so the catalog tool can extract it.
+- Figures are glued through ``plotting.glue``, which checks that their text is legible.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
+PAGES = sorted(BOOK.glob("*.md"))
+MAX_LINE = 80
+HIDDEN_TAGS = {"remove-cell", "remove-input"}
+FENCE = re.compile(r"^(`{3,}|~{3,})([^\n`]*)\n(.*?)^\1\s*$", re.M | re.S)
+
+
+def _cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _src(cell):
+    return "".join(cell["source"])
+
+
+def _tags(cell):
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def _code_blocks(markdown):
+    """Fenced code blocks of a MyST text, without directive fences such as ```{exercise}."""
+    for m in FENCE.finditer(markdown):
+        if not m.group(2).strip().startswith("{"):
+            yield m.group(3)
+        else:
+            yield from _code_blocks(m.group(3))
+
+
+def _visible_code(path):
+    if path.suffix == ".md":
+        yield from (("prose", b) for b in _code_blocks(path.read_text(encoding="utf-8")))
+        return
+    for i, cell in enumerate(_cells(path)):
+        if cell["cell_type"] == "code" and not (_tags(cell) & HIDDEN_TAGS):
+            yield f"cell {i}", _src(cell)
+        elif cell["cell_type"] == "markdown":
+            yield from ((f"cell {i}", b) for b in _code_blocks(_src(cell)))
+
+
+@pytest.mark.parametrize("path", CHAPTERS + PAGES, ids=lambda p: p.name)
+def test_visible_code_fits_the_box(path):
+    long = [f"{where}: {len(line)} chars: {line.strip()[:50]}..."
+            for where, code in _visible_code(path) for line in code.splitlines() if len(line) > MAX_LINE]
+    assert not long, f"{path.name}: visible code lines over {MAX_LINE} characters:\n" + "\n".join(long)
+
+
+def _trees(path):
+    for i, cell in enumerate(_cells(path)):
+        if cell["cell_type"] != "code":
+            continue
+        src = "\n".join(line for line in _src(cell).splitlines() if not line.lstrip().startswith(("%", "!")))
+        try:
+            yield i, ast.parse(src)
+        except SyntaxError as err:  # pragma: no cover - the notebook would not run either
+            pytest.fail(f"{path.name} cell {i}: {err}")
+
+
+def imported_names(trees):
+    """Names bound by import statements (modules and imported functions): not computed values."""
+    names = set(dir(builtins))
+    for tree in trees:
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in n.names)
+    return names
+
+
+def literal_only_asserts(tree, constants=None):
+    """Assert statements that read no computed value, or compare an expression with itself.
+
+    A computed value is any variable other than builtins and imported names (``np``, ``math``,
+    ``lib``, ``glue`` ...): ``round(math.sqrt(512)) == 23`` reads none and cannot fail.
+    """
+    constants = imported_names([tree]) if constants is None else constants
+    bad = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assert):
+            continue
+        reads = [n for n in ast.walk(node.test) if isinstance(n, ast.Name) and n.id not in constants]
+        if not reads:
+            bad.append((node.lineno, "only literals", ast.unparse(node.test)))
+            continue
+        for cmp in (n for n in ast.walk(node.test) if isinstance(n, ast.Compare)):
+            dumps = [ast.dump(s) for s in (cmp.left, *cmp.comparators)]
+            if len(set(dumps)) < len(dumps):
+                bad.append((node.lineno, "compares an expression with itself", ast.unparse(cmp)))
+        for call in (n for n in ast.walk(node.test) if isinstance(n, ast.Call) and len(n.args) >= 2):
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+            if name in ("allclose", "array_equal", "isclose", "equal") and \
+                    ast.dump(call.args[0]) == ast.dump(call.args[1]):
+                bad.append((node.lineno, "compares an expression with itself", ast.unparse(call)))
+    return bad
+
+
+def test_the_assert_detector_can_fail():
+    flagged = literal_only_asserts(ast.parse(
+        "assert round(math.sqrt(512)) == 23\n"
+        "assert round(math.sqrt(192), 2) == 13.86\n"
+        "assert abs(lib.softmax(np.array([2.0, 0.0]))[0] - 0.881) < 5e-4\n"
+        "assert np.array_equal(x + 1, x + 1)\n"
+        "assert y == y\n"), constants=imported_names([]) | {"np", "math", "lib"})
+    assert [line for line, *_ in flagged] == [1, 2, 3, 4, 5]
+    assert not literal_only_asserts(ast.parse(
+        "assert round(math.sqrt(d_k)) == 23\nassert abs(w[0] - 0.881) < 5e-4\nassert a.shape == (3, 2)\n"
+        "assert np.allclose(weights.sum(-1), 1)\n"), constants=imported_names([]) | {"np", "math", "lib"})
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_assertion_that_cannot_fail(path):
+    trees = list(_trees(path))
+    constants = imported_names(t for _, t in trees)
+    bad = [f"cell {i}, line {line}: {why}: assert {text}"
+           for i, tree in trees for line, why, text in literal_only_asserts(tree, constants)]
+    assert not bad, f"{path.name}: assertions that cannot fail:\n" + "\n".join(bad)
+
+
+def _calls(tree, name):
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            f = n.func
+            if (isinstance(f, ast.Name) and f.id == name) or (isinstance(f, ast.Attribute) and f.attr == name):
+                yield n
+
+
+def _lib_trees():
+    for path in sorted((ROOT / "lib").glob("*.py")):
+        yield path, ast.parse(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", CHAPTERS + sorted((ROOT / "lib").glob("*.py")), ids=lambda p: p.name)
+def test_tr_gets_one_literal(path):
+    trees = [ast.parse(path.read_text(encoding="utf-8"))] if path.suffix == ".py" else [t for _, t in _trees(path)]
+    bad = [ast.unparse(c) for t in trees for c in _calls(t, "tr")
+           if path.name != "i18n.py" and not (c.args and isinstance(c.args[0], ast.Constant)
+                                              and isinstance(c.args[0].value, str) and len(c.args) == 1)]
+    assert not bad, f"{path.name}: tr() needs one string literal (numbers as fields): {bad}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_figures_are_glued_through_plotting(path):
+    bad = []
+    for i, tree in _trees(path):
+        figs = set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+                f = n.value.func
+                if isinstance(f, ast.Attribute) and f.attr in ("subplots", "figure", "subplot_mosaic"):
+                    target = n.targets[0]
+                    first = target.elts[0] if isinstance(target, ast.Tuple) else target
+                    if isinstance(first, ast.Name):
+                        figs.add(first.id)
+        for c in _calls(tree, "glue"):
+            plain = isinstance(c.func, ast.Name) or not (isinstance(c.func.value, ast.Name)
+                                                          and c.func.value.id == "plotting")
+            if plain and len(c.args) > 1 and isinstance(c.args[1], ast.Name) and c.args[1].id in figs:
+                bad.append(f"cell {i}: {ast.unparse(c)}")
+    assert not bad, f"{path.name}: glue figures with plotting.glue (it checks legibility): {bad}"
