@@ -1,0 +1,157 @@
+"""The book's own Sphinx extension: what the Japanese edition and the learner notebooks need.
+
+Loaded by ``_config.yml`` (listed in ``sphinx.config.extensions``, before sphinx_exercise, and in
+``sphinx.local_extensions`` for its path). Each part fixes one gap of the stack (jupyter-book 1.0.4,
+myst-nb 1.4, sphinx-exercise 1.2, Sphinx 7.4), found by trying the translation on this book
+(``../shared/reference/i18n-notes.md``):
+
+1. ``{glue:text}`` in a translated paragraph. Sphinx parses each translation as a small document of
+   its own; myst-nb then has no notebook for it and the glued value vanishes ("No key ... found in
+   glue data"). We give that small document the glue data of the notebook it belongs to.
+2. Exercise titles (``{exercise} Shapes``) are not extracted for translation: sphinx-exercise builds
+   the subtitle node without a source line, which Sphinx takes for a built-in message. We give it the
+   line of its exercise, so the title is extracted and translated like any heading.
+3. Project message catalogs for extensions' own words (``locales/<lang>/LC_MESSAGES/exercise.po``:
+   "演習", not sphinx-exercise's "練習"), loaded before the extensions' own catalogs.
+4. The language switch: every page gets ``other_language_url`` and ``other_language_label`` for the
+   template ``tools/templates/language-switch.html`` (a link to the same page in the other edition).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+#: The editions: language code -> (folder under the English HTML root, label shown in the switch).
+EDITIONS = {"en": ("", "English"), "ja": ("ja/", "日本語")}
+
+
+# 1. Glue data for translated paragraphs ---------------------------------------------------------
+
+_glue_data: dict[str, dict] = {}
+
+
+def _patch_myst_nb_parser():
+    from myst_nb import sphinx_ as mnb
+
+    if getattr(mnb.Parser.parse, "_book_patched", False):
+        return
+    original = mnb.Parser.parse
+
+    def parse(self, inputstring, document):
+        env = document.settings.env
+        if not document.current_source.endswith("<translated>"):
+            original(self, inputstring, document)
+            _glue_data[env.docname] = _read_glue(env)
+            return None
+        data = _glue_data.get(env.docname)
+        if data is None:
+            return original(self, inputstring, document)
+        stand_in = SimpleNamespace(renderer=SimpleNamespace(nb_client=SimpleNamespace(glue_data=data)))
+        document.attributes["nb_renderer"] = stand_in
+        try:
+            return original(self, inputstring, document)
+        finally:
+            document.attributes.pop("nb_renderer", None)
+
+    parse._book_patched = True
+    mnb.Parser.parse = parse
+
+
+def _read_glue(env) -> dict:
+    """The glue data myst-nb just wrote for ``env.docname`` (``<output_folder>/<doc>.glue.json``)."""
+    path = Path(env.mystnb_config.output_folder, *env.docname.split("/")).with_suffix(".glue.json")
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# 2. Exercise titles become translatable -------------------------------------------------------------
+
+class ExerciseTitlesTranslatable(SphinxTransform):
+    """Give sphinx-exercise's subtitle nodes a source, a line and their MyST text, before the i18n
+    transform runs, so that the gettext builder extracts them and the translation replaces them."""
+
+    default_priority = 5  # sphinx.transforms.i18n.Locale runs at 20
+
+    def apply(self, **kwargs):
+        from sphinx_exercise.nodes import exercise_subtitle, exercise_title
+
+        for node in self.document.findall(exercise_title):
+            node["translatable"] = False        # "Exercise" + subtitle: only the subtitle is a message
+        for node in self.document.findall(exercise_subtitle):
+            if node.source and node.rawsource:
+                continue
+            owner = node.parent
+            while owner is not None and not owner.source:
+                owner = owner.parent
+            node.source = owner.source if owner is not None else self.document["source"]
+            node.line = owner.line if owner is not None and owner.line else 1
+            node.rawsource = "".join(_myst(child) for child in node.children)
+
+
+def _keep_exercise_titles_for_gettext():
+    """sphinx-exercise's post-transform folds the subtitle into a new title node without a source
+    before the gettext builder extracts messages; in that builder, leave the titles as read."""
+    from sphinx_exercise.post_transforms import ResolveTitlesInExercises
+
+    original = ResolveTitlesInExercises.run
+
+    def run(self, **kwargs):
+        if self.app.builder.name == "gettext":
+            return None
+        return original(self, **kwargs)
+
+    ResolveTitlesInExercises.run = run
+
+
+def _myst(node) -> str:
+    """The MyST text of a simple inline node (what an exercise title can hold)."""
+    if isinstance(node, nodes.math):
+        return f"${node.astext()}$"
+    if isinstance(node, nodes.literal):
+        return f"`{node.astext()}`"
+    if isinstance(node, nodes.strong):
+        return "**" + "".join(_myst(c) for c in node.children) + "**"
+    if isinstance(node, nodes.emphasis):
+        return "*" + "".join(_myst(c) for c in node.children) + "*"
+    return node.astext()
+
+
+# 3. Project catalogs for extensions' own words --------------------------------------------------------
+
+def _project_catalogs(app: Sphinx):
+    locale_dir = ROOT / "locales"
+    for catalog in ("exercise", "proof"):
+        app.add_message_catalog(catalog, str(locale_dir))
+
+
+# 4. The language switch -------------------------------------------------------------------------------
+
+def _language_switch(app: Sphinx, pagename, templatename, context, doctree):
+    lang = app.config.language or "en"
+    other = "ja" if lang == "en" else "en"
+    here_prefix = EDITIONS.get(lang, EDITIONS["en"])[0]
+    other_prefix, label = EDITIONS[other]
+    # relative path from this page to the root of the whole site (the English root)
+    depth = pagename.count("/") + here_prefix.count("/")
+    to_site_root = "../" * depth
+    context["other_language"] = other
+    context["other_language_label"] = label
+    context["other_language_url"] = f"{to_site_root}{other_prefix}{pagename}.html"
+
+
+def setup(app: Sphinx):
+    _patch_myst_nb_parser()
+    _keep_exercise_titles_for_gettext()
+    _project_catalogs(app)
+    app.add_transform(ExerciseTitlesTranslatable)
+    app.connect("html-page-context", _language_switch)
+    return {"parallel_read_safe": False, "parallel_write_safe": True, "version": "1"}

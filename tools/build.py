@@ -1,0 +1,215 @@
+"""Build every face of the book from the one English source.
+
+    python tools/build.py html en        English HTML          -> _build/html
+    python tools/build.py html ja        Japanese HTML         -> _build/ja/html, copied to _build/html/ja
+    python tools/build.py site           the entry page        -> _build/html/index.html (opens the
+                                         reader's language: the last choice, else the browser's)
+    python tools/build.py gettext        messages to translate -> _build/gettext/**/*.pot
+
+Every HTML build is strict (warnings are errors, nitpicky references, keep going to list them all),
+like ``jupyter-book build . -W -n --keep-going``; it calls jupyter-book's own ``build_sphinx`` with the
+book's ``_config.yml``, plus a few settings per edition:
+
+- English: as ``jupyter-book build .`` would, output in ``_build/html``.
+- Japanese: ``language: ja``, the catalogs in ``locales/``, the settings in ``locales/ja/conf.yml``, a
+  table of contents whose part captions come from the catalogs, and its own execution cache
+  (``_build/ja/.jupyter_cache``): the notebooks run with ``BOOK_LANG=ja``, so figures and self-check
+  verdicts are drawn in Japanese (``lib.i18n.tr``).
+
+The execution cache re-runs a notebook only when its own code changes. A chapter's results also depend
+on ``lib/``, ``requirements.txt`` and, in Japanese, the translations of the strings that code shows;
+when any of these changed since the last build, that edition's cache is cleared first.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
+LOCALES = ROOT / "locales"
+sys.path.insert(0, str(ROOT))
+
+
+def edition_dirs(lang: str) -> dict[str, Path]:
+    """Where an edition's build lives: html, doctrees, execution cache, deps hash."""
+    base = BUILD if lang == "en" else BUILD / lang
+    return {"html": base / "html", "doctrees": base / ".doctrees", "cache": base / ".jupyter_cache",
+            "hash": base / ".deps-hash", "base": base}
+
+
+def code_messages() -> set[str]:
+    """Every message that code shows through ``tr("...")``, in the chapters and in lib."""
+    out: set[str] = set()
+    sources = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "lib").glob("*.py"))]
+    for nb in sorted((ROOT / "book").glob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        sources += ["\n".join(line for line in "".join(c["source"]).splitlines()
+                              if not line.lstrip().startswith(("%", "!")))
+                    for c in cells if c["cell_type"] == "code"]
+    for src in sources:
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                    and isinstance(node.args[0].value, str) and \
+                    getattr(node.func, "id", getattr(node.func, "attr", None)) == "tr":
+                out.add(node.args[0].value)
+    return out
+
+
+def deps_hash(lang: str) -> str:
+    h = hashlib.sha256()
+    for p in sorted((ROOT / "lib").glob("*.py")) + [ROOT / "requirements.txt"]:
+        h.update(p.read_bytes())
+    if lang != "en":
+        from lib import i18n
+
+        i18n._catalogs.clear()
+        cat = i18n.catalog(lang)
+        for msg in sorted(code_messages()):
+            h.update(f"{msg}\0{cat.get(msg, '')}\0".encode())
+    return h.hexdigest()[:16]
+
+
+def _clear_stale_cache(lang: str) -> str:
+    d = edition_dirs(lang)
+    new = deps_hash(lang)
+    old = d["hash"].read_text().strip() if d["hash"].is_file() else None
+    if old != new and d["cache"].exists():
+        print(f"[{lang}] lib/, requirements.txt or code strings' translations changed since the last "
+              "build: clearing the execution cache", flush=True)
+        shutil.rmtree(d["cache"])
+    return new
+
+
+def _translated_toc(lang: str) -> Path:
+    """``_toc.yml`` with its part captions translated from the catalogs (the extension cannot:
+    sphinx-external-toc inserts the captions after Sphinx's translation step)."""
+    from lib import i18n
+
+    i18n._catalogs.clear()
+    cat = i18n.catalog(lang)
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    for part in toc.get("parts", []):
+        if "caption" in part:
+            part["caption"] = cat.get(part["caption"], part["caption"])
+    out = edition_dirs(lang)["base"] / "_toc.yml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(toc, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def _sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict) -> int:
+    from jupyter_book.sphinx import build_sphinx
+
+    os.chdir(ROOT)
+    result = build_sphinx(ROOT, outdir, noconfig=True, path_config=str(ROOT / "_config.yml"),
+                          confoverrides=overrides, doctreedir=doctrees, builder=builder,
+                          warningiserror=True, keep_going=True)
+    if isinstance(result, Exception):
+        print(f"build failed: {result}", file=sys.stderr)
+        return 1
+    return int(result or 0)
+
+
+def build_html(lang: str) -> int:
+    d = edition_dirs(lang)
+    d["base"].mkdir(parents=True, exist_ok=True)
+    new_hash = _clear_stale_cache(lang)
+    overrides = {"external_toc_path": str(ROOT / "_toc.yml"), "nitpicky": True, "latex_individualpages": False}
+    if lang != "en":
+        os.environ["BOOK_LANG"] = lang
+        conf = yaml.safe_load((LOCALES / lang / "conf.yml").read_text(encoding="utf-8")) or {}
+        overrides.update(conf)
+        overrides.update({"language": lang, "locale_dirs": [str(LOCALES)], "gettext_compact": False,
+                          "external_toc_path": str(_translated_toc(lang)),
+                          "nb_execution_cache_path": str(d["cache"])})
+    status = _sphinx("html", d["html"], d["doctrees"], overrides)
+    if status == 0:
+        d["hash"].write_text(new_hash + "\n")
+        if lang != "en":
+            target = edition_dirs("en")["html"] / lang
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(d["html"], target)
+        write_entry_page()
+    return status
+
+
+def build_gettext() -> int:
+    en = edition_dirs("en")
+    new_hash = _clear_stale_cache("en")
+    out = BUILD / "gettext"
+    status = _sphinx("gettext", out, out / ".doctrees", {
+        "external_toc_path": str(ROOT / "_toc.yml"), "latex_individualpages": False,
+        "gettext_compact": False, "gettext_uuid": False, "gettext_location": False,
+        "gettext_additional_targets": [],
+        "nb_execution_cache_path": str(en["cache"]),   # reuse the English executions
+        "nb_remove_code_outputs": True,                 # outputs are not prose: lib.i18n translates them
+    })
+    if status == 0:
+        en["hash"].parent.mkdir(parents=True, exist_ok=True)
+        en["hash"].write_text(new_hash + "\n")
+    return status
+
+
+ENTRY_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Why attention divides by √d_k / なぜアテンションは √d_k で割るのか</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<script>
+// Open the reader's edition: the last one chosen on a language link, else the browser's language.
+(function () {{
+  var pages = {{"en": "{en}", "ja": "{ja}"}};
+  var lang = null;
+  try {{ lang = window.localStorage.getItem("book-language"); }} catch (e) {{}}
+  if (!pages[lang]) {{
+    var prefs = navigator.languages || [navigator.language || "en"];
+    lang = "en";
+    for (var i = 0; i < prefs.length; i++) {{
+      var code = String(prefs[i]).toLowerCase().slice(0, 2);
+      if (pages[code]) {{ lang = code; break; }}
+    }}
+  }}
+  window.location.replace(pages[lang]);
+}})();
+</script>
+</head>
+<body>
+<p><a href="{en}" onclick="try{{localStorage.setItem('book-language','en')}}catch(e){{}}">English edition</a></p>
+<p lang="ja"><a href="{ja}" onclick="try{{localStorage.setItem('book-language','ja')}}catch(e){{}}">日本語版</a></p>
+</body>
+</html>
+"""
+
+
+def write_entry_page() -> None:
+    root = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
+    html = edition_dirs("en")["html"]
+    html.mkdir(parents=True, exist_ok=True)
+    (html / "index.html").write_text(ENTRY_PAGE.format(en=f"{root}.html", ja=f"ja/{root}.html"),
+                                     encoding="utf-8")
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["html"] and len(argv) == 2 and argv[1] in ("en", "ja"):
+        return build_html(argv[1])
+    if argv == ["gettext"]:
+        return build_gettext()
+    if argv == ["site"]:
+        write_entry_page()
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
