@@ -38,7 +38,7 @@ def test_number():
 
 
 # ---------------------------------------------------------------------------
-# Chapter 04's specific checks: every right answer passes, every recognised
+# Chapter 4's specific checks: every right answer passes, every recognised
 # mistake is named, and no learner input raises.
 # ---------------------------------------------------------------------------
 import math
