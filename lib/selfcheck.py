@@ -268,8 +268,8 @@ def check_array(answer, expected, *, name: str | None = None, rtol: float = 1e-6
         return Verdict(False, tr("{name}: contains NaN or infinity. If you used `exp`, subtract the "
                                  "maximum first.", name=name))
     if np.allclose(a, e, rtol=rtol, atol=atol):
-        if a.size:
-            return Verdict(True, tr("{name} matches (to a relative {rtol:g}).", name=name, rtol=rtol))
+        if a.size == 1:
+            return Verdict(True, tr("{name} = {value} matches.", name=name, value=_fmt(a.reshape(()), 6)))
         return Verdict(True, tr("{name} matches.", name=name))
     nearly = _nearly_right(a, e, name=name, rtol=rtol, atol=atol)
     if nearly is not None:
