@@ -38,10 +38,11 @@ def test_number():
 
 
 # ---------------------------------------------------------------------------
-# Chapter 04's specific checks: every right answer passes, every recognised
+# Chapter 4's specific checks: every right answer passes, every recognised
 # mistake is named, and no learner input raises.
 # ---------------------------------------------------------------------------
 import math
+import re
 
 import pytest
 
@@ -112,7 +113,7 @@ def test_right_answer_as_torch_tensor_with_grad():
     (5 / math.sqrt(2), "scaled", "raw, unscaled"),
     (2.5, "divided_by_dk", "divided by d_k = 2"),
     ([3.0, 2.0], "not_summed", "did not add"),
-    (7.0, "wrong_value", "you have 7"),
+    (7.0, "wrong_value", "You have 7, which is too large"),
     ([5.0, 5.0, 5.0], "wrong_shape", "shape (3,)"),
 ])
 def test_dot_mistakes_vector(answer, mistake, words):
@@ -238,3 +239,162 @@ def test_verdict_markdown_and_old_constructor():
     v = lib.Verdict(True, "fine")                      # two-argument form still works
     assert v.mistake is None and v._repr_markdown_().startswith("**✅")
     assert lib.check_dot(2.5, Q2, K2)._repr_markdown_().startswith("**❌")
+
+
+# --- nearly right: right to fewer decimals than the check needs -------------------------------------
+
+@pytest.mark.parametrize("check, answer, words", [
+    (lambda a: lib.check_scaled_scores(a, Q2, K2), 3.54,
+     "= 3.54 is right to 2 decimals. Give at least 3 decimals"),
+    (lambda a: lib.check_scaled_scores(a, Q2, K2), [3.54], "is right to 2 decimals"),
+    (lambda a: lib.check_scaled_scores(a, Q2, K2), 3.5, "= 3.5 is right to 1 decimal. Give at least 3"),
+    (lambda a: lib.check_scaled_scores(a, Q2, K2), 4, "is right when rounded to a whole number"),
+    (lambda a: lib.check_scaled_scores(a, Q2, K2), 3.53, "digits cut off instead of rounded"),
+    (lambda a: lib.check_softmax(a, [1.0, 0.0, -1.0]), [0.67, 0.24, 0.09],
+     "every entry is right to 2 decimals"),
+    (lambda a: lib.check_softmax(a, [1.0, 0.0, -1.0]), [0.66, 0.24, 0.09], "some entries look like"),
+    (lambda a: lib.check_attention_weights(a, Q3, K3), exact_softmax((Q3 @ K3.T) / math.sqrt(3)).round(2),
+     "every entry is right to 2 decimals"),
+    (lambda a: lib.check_dot(a, Q3, K3), [[4.0, 1.0, 2.0, 3.1], [0, -1, 1, 0]], None),   # 3.1 for 3: wrong
+    (lambda a: lib.check_number(a, math.sqrt(2)), 1.41, "= 1.41 is right to 2 decimals. Give at least 6"),
+    (lambda a: lib.check_array(a, [math.sqrt(2), 0.5]), [1.414, 0.5], "every entry is right to 3 decimals"),
+])
+def test_nearly_right_is_a_verdict_of_its_own(check, answer, words):
+    v = check(answer)
+    assert not v.ok, v.message
+    if words is None:
+        assert v.mistake != "nearly_right", v.message
+        return
+    assert v.mistake == "nearly_right" and words in v.message, v.message
+    assert "1 decimals" not in v.message
+
+
+def test_nearly_right_never_gives_the_answer_away():
+    v = lib.check_scaled_scores(3.54, Q2, K2)
+    assert "3.536" not in v.message and "3.5355" not in v.message
+    v = lib.check_softmax([0.67, 0.24, 0.09], [1.0, 0.0, -1.0])
+    assert "0.665" not in v.message and "0.245" not in v.message
+
+
+def test_a_value_computed_at_full_precision_is_never_nearly_right():
+    # A measured variance outside a statistical tolerance: not a rounding problem.
+    v = lib.check_number(1.0523, 1.0, rtol=0, atol=0.03)
+    assert not v.ok and v.mistake is None and "You have 1.0523, which is too large" in v.message, v.message
+    v = lib.check_number(1.05, 1.0, rtol=0, atol=0.03)            # typed, but not right to 2 decimals
+    assert v.mistake is None and "too large" in v.message
+    assert lib.check_scaled_scores(3.6, Q2, K2).mistake == "wrong_value"   # 1 decimal, wrongly rounded
+
+
+def test_known_mistakes_come_before_nearly_right():
+    # An answer that matches a named mistake gets that mistake, even if it is also close to the right value.
+    assert lib.check_dot(3.536, Q2, K2).mistake == "scaled"
+    assert lib.check_scaled_scores(2.5, Q2, K2).mistake == "divided_by_dk"
+
+
+# --- numbers in messages -----------------------------------------------------------------------------
+
+def test_whole_numbers_print_as_integers():
+    v = lib.check_number(2_359_296, 2_362_368, name="parameter count")
+    assert not v.ok and "You have 2,359,296, which is too small" in v.message, v.message
+    assert "e+" not in v.message
+    v = lib.check_number(2_362_368, 2_362_368, name="parameter count")
+    assert v.ok and "e+" not in v.message
+    v = lib.check_dot([7, -1], [2.0, -1.0], [[4.0, 1.0], [1.0, 3.0]])
+    assert v.ok and "[7, -1]" in v.message, v.message
+    v = lib.check_dot(np.array([1_000_000.0]), [1000.0], [1000.0])
+    assert v.ok and "1,000,000" in v.message, v.message
+
+
+def test_wrong_values_are_located_but_the_expected_value_is_not_printed():
+    v = lib.check_number(2_359_296, 2_362_368)
+    assert "2,362,368" not in v.message and "2362368" not in v.message
+    v = lib.check_array([[0.5, 0.7]], [[0.5, 0.5]], name="weights")
+    assert v.message == "weights: not yet. The largest difference is at index (0, 1): you have 0.7, " \
+                        "which is too large.", v.message
+
+
+# --- every message through tr, and readable in English -------------------------------------------------
+
+def _battery():
+    answers = BAD_INPUTS + [3.54, 3.53, 4, 3.6, 5.0, 2.5, [7.0, -1.0], [3.0, 2.0], np.ones((3, 2)),
+                            [0.67, 0.24, 0.09], [0.66, 0.24, 0.09], [0.2, 0.3, 0.5]]
+    checks = CHECKS + [
+        lambda a: lib.check_scaled_scores(a, Q2, K2),
+        lambda a: lib.check_softmax(a, [1.0, 0.0, -1.0]),
+        lambda a: lib.check_attention_weights(a, Q3[0], K3[:3]),
+        lambda a: lib.check_dot(a, [2.0, -1.0], [[4.0, 1.0], [1.0, 3.0]]),
+        lambda a: lib.check_array(a, np.ones((2, 3))),
+        lambda a: lib.check_number(a, 2_362_368),
+        lambda a: lib.check_number(a, 5 / math.sqrt(2), rtol=1e-3),
+    ]
+    verdicts = [c(a) for c in checks for a in answers]
+    raw = np.array([[4.0, 1, 2, 3], [0, -1, 1, 0]])
+    verdicts += [lib.check_scaled_scores(make(raw), Q3, K3) for make in (
+        lambda r: r, lambda r: r / 3, lambda r: r * math.sqrt(3), lambda r: r / 2,
+        lambda r: (r / math.sqrt(3)).T)]
+    verdicts += [lib.check_softmax(x, S2) for x in (exact_softmax(S2, 0), np.exp(S2),
+                                                    S2 / S2.sum(-1, keepdims=True), exact_softmax(S2).T)]
+    verdicts += [lib.check_softmax(exact_softmax(S2), S2, axis=0), lib.check_array([1.0, 2.0], [0.5, 1.0]),
+                 lib.check_attention_weights(exact_softmax(raw), Q3, K3), lib.check_number([1, 2], 0.25)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        verdicts.append(lib.check_softmax(np.exp([1000.0, 1001.0]) / np.exp([1000.0, 1001.0]).sum(),
+                                          [1000.0, 1001.0]))
+    return verdicts
+
+
+def _tr_messages():
+    import ast
+    from pathlib import Path
+    tree = ast.parse((Path(lib.__file__).parent / "selfcheck.py").read_text(encoding="utf-8"))
+    return {n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and getattr(n.func, "id", "") == "tr" and n.args and isinstance(n.args[0], ast.Constant)}
+
+
+def test_every_message_goes_through_tr(monkeypatch):
+    from lib import i18n
+    msgs = _tr_messages()
+    assert len(msgs) > 40
+    # A fake catalog wraps every message in ⟦ ⟧: text outside all ⟦ ⟧ did not pass through tr.
+    monkeypatch.setattr(i18n, "_catalogs", {"ja": {m: "⟦" + m + "⟧" for m in msgs}})
+    lib.set_language("ja")
+    try:
+        verdicts = _battery()
+        labels = [v._repr_html_() for v in verdicts[:2]]
+    finally:
+        lib.set_language(None)
+    assert verdicts and all(isinstance(v, lib.Verdict) for v in verdicts)
+    for v in verdicts:
+        left, prev = v.message, None
+        while left != prev:                          # remove innermost ⟦...⟧ first: fields nest
+            prev, left = left, re.sub(r"⟦[^⟦⟧]*⟧", "", left)
+        assert not left.strip(), f"not through tr: {left!r} in {v.message!r}"
+    assert "⟦Not yet.⟧" in labels[0] or "⟦Correct.⟧" in labels[0]
+
+
+def test_english_messages_read_as_sentences():
+    for v in _battery():
+        m = v.message
+        assert m.endswith((".", ".)")), m
+        assert "{" not in m and "}" not in m, m        # no unfilled template field
+        assert "  " not in m and ".." not in m and " ." not in m and "1 decimals" not in m, m
+        assert "⟦" not in m
+
+
+# --- the verdict in HTML and Markdown -------------------------------------------------------------------
+
+def test_html_and_markdown_show_the_same_verdict():
+    v = lib.Verdict(False, "a < b & Σ_m e^z_m; replace `None<x>` and *run*.", "x")
+    h = v._repr_html_()
+    assert h.startswith("<p") and "<strong>❌ Not yet.</strong>" in h
+    assert "a &lt; b &amp; Σ_m e^z_m" in h and "<code>None&lt;x&gt;</code>" in h and "*run*" in h
+    md = v._repr_markdown_()
+    assert md.startswith("**❌ Not yet.**") and "`None<x>`" in md
+    assert r"Σ\_m" in md and r"\*run\*" in md
+    ok = lib.check_scaled_scores(3.536, Q2, K2)
+    assert "<strong>✅ Correct.</strong>" in ok._repr_html_()
+    assert ok._repr_markdown_().startswith("**✅ Correct.**")
+    # the words are the same in both forms
+    import html as _html
+    text_html = _html.unescape(re.sub(r"<[^>]+>", "", h))
+    text_md = re.sub(r"\\(.)", r"\1", md.replace("**", "").replace("`", ""))
+    assert text_html == text_md
