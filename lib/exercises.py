@@ -19,11 +19,210 @@ __all__: list[str] = []
 
 # --- chapter 1 -----------------------------------------------------------------------------------
 
+def _learner_array(answer, name):
+    """(array, None) if the learner's answer reads as numbers, else (None, Verdict): never raises."""
+    if answer is None or answer is ...:
+        return None, Verdict(False, tr("{name}: no answer yet. Replace `None` with your result and run "
+                                       "the cell again.", name=name), "missing")
+    try:
+        from .selfcheck import _as_array
+
+        a = _as_array(answer)
+    except Exception as exc:  # noqa: BLE001 - anything a learner types must give a sentence
+        return None, Verdict(False, tr("{name}: could not read your answer as numbers ({error}). Give a "
+                                       "number or a NumPy array.", name=name, error=type(exc).__name__),
+                             "unreadable")
+    return a, None
+
+
+def _input_array(x, what, ndim):
+    """The exercise's own inputs (not the learner's): a finite real array of ``ndim`` axes, else raise."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"self-check set-up: {what} must be an array of numbers; got {type(x).__name__}")
+    try:
+        from .selfcheck import _as_array
+
+        a = _as_array(x)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"self-check set-up: {what} is not an array of numbers ({exc})") from exc
+    if a.ndim != ndim or a.size == 0:
+        raise ValueError(f"self-check set-up: {what} must have {ndim} non-empty axes; got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"self-check set-up: {what} contains NaN or infinity")
+    return a
+
+
+def _softmax_rows(s, axis=-1):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def check_attention_output(answer, Q, K, V) -> Verdict:
+    """Exercise 1.3: the learner's ``softmax(Q Kᵀ/√d_k) V``, computed here from ``Q``, ``K``, ``V``.
+
+    ``Q`` is (L, d_k), ``K`` (S, d_k), ``V`` (S, d_v); the answer is (L, d_v). Recognised mistakes
+    (``Verdict.mistake``): ``unscaled`` (no 1/√d_k), ``divided_by_dk``, ``wrong_axis`` (softmax down
+    the columns), ``weights_only`` (the weights, not yet times V), ``no_softmax`` (scaled scores times
+    V), ``rounded`` (right to about 2 decimals only), ``wrong_shape``, ``wrong_value``. Never raises on
+    the answer; raises ``ValueError``/``TypeError`` if ``Q``, ``K``, ``V`` do not fit together.
+    """
+    q, k, v = _input_array(Q, "Q", 2), _input_array(K, "K", 2), _input_array(V, "V", 2)
+    if q.shape[1] != k.shape[1]:
+        raise ValueError(f"self-check set-up: Q has d_k = {q.shape[1]} and K has {k.shape[1]}; they must agree")
+    if k.shape[0] != v.shape[0]:
+        raise ValueError(f"self-check set-up: K has {k.shape[0]} rows and V has {v.shape[0]}; they must agree")
+    name = tr("attention output")
+    a, bad = _learner_array(answer, name)
+    if bad is not None:
+        return bad
+    d_k = q.shape[1]
+    raw = q @ k.T                                     # (L, S)
+    expected = _softmax_rows(raw / np.sqrt(d_k)) @ v  # (L, d_v)
+    if a.shape == expected.shape and not np.all(np.isfinite(a)):
+        return Verdict(False, tr("{name}: contains NaN or infinity. Subtract each row's largest score "
+                                 "before `np.exp`.", name=name), "not_finite")
+    if a.shape == expected.shape and np.allclose(a, expected, rtol=1e-5, atol=1e-8):
+        return Verdict(True, tr("{name} matches, every entry.", name=name))
+    weights = _softmax_rows(raw / np.sqrt(d_k))
+    mistakes = [
+        ("unscaled", _softmax_rows(raw) @ v,
+         tr("this is the output without the scale: divide the scores by √d_k = √{d} before the "
+            "softmax.", d=d_k)),
+        ("divided_by_dk", _softmax_rows(raw / d_k) @ v,
+         tr("you divided the scores by d_k = {d}; divide by its square root, √{d}.", d=d_k)),
+        ("wrong_axis", _softmax_rows(raw / np.sqrt(d_k), axis=0) @ v,
+         tr("your softmax ran down the columns. Take it along each row (axis=-1), so that each query's "
+            "weights sum to 1.")),
+        ("weights_only", weights,
+         tr("these are the attention weights; multiply them by V to get the output.")),
+        ("no_softmax", raw / np.sqrt(d_k) @ v,
+         tr("you multiplied the scaled scores by V without the softmax in between.")),
+    ]
+    for code, wrong, why in mistakes:
+        if a.shape == wrong.shape and np.allclose(a, wrong, rtol=1e-5, atol=1e-8):
+            return Verdict(False, tr("{name}: {why}", name=name, why=why), code)
+    if a.shape != expected.shape:
+        return Verdict(False, tr("{name}: shape {got}, expected {want}: one row per query, as wide as "
+                                 "V.", name=name, got=a.shape, want=expected.shape), "wrong_shape")
+    if np.allclose(a, expected, rtol=0, atol=5.1e-3):
+        return Verdict(False, tr("{name}: right to about 2 decimals. Pass the unrounded array, not a "
+                                 "rounded copy.", name=name), "rounded")
+    worst = np.unravel_index(np.argmax(np.abs(a - expected)), a.shape)
+    return Verdict(False, tr("{name}: not yet; entry {at} is off by {diff:.3g}. Scale the scores by "
+                             "1/√d_k, take the softmax along each row, then multiply by V.",
+                             name=name, at=tuple(int(i) for i in worst),
+                             diff=float(abs(a[worst] - expected[worst]))), "wrong_value")
+
+
+__all__ += ["check_attention_output"]
+
 
 # --- chapter 2 -----------------------------------------------------------------------------------
 
+def check_rescaled_totals(answer, totals, n_subjects) -> Verdict:
+    """Exercise 2.3: exam totals divided by the factor that restores one subject's spread (√n).
+
+    ``totals`` is the exercise's 1-d array of totals of ``n_subjects`` independent subjects; the
+    expected answer, ``totals / √n_subjects``, is computed here. Recognised mistakes: ``unscaled``,
+    ``divided_by_n`` (the average: over-corrected), ``centred`` (the class mean taken off as well),
+    ``measured_sd`` (divided by the class's measured sd instead of the theory), ``wrong_factor`` (any
+    other single divisor, e.g. 10·√n), ``wrong_shape``, ``wrong_value``. Never raises on the answer.
+    """
+    t = _input_array(totals, "totals", 1)
+    if isinstance(n_subjects, bool) or not isinstance(n_subjects, (int, np.integer)) or n_subjects < 1:
+        raise ValueError(f"self-check set-up: n_subjects must be a positive int; got {n_subjects!r}")
+    n = int(n_subjects)
+    name = tr("rescaled totals")
+    a, bad = _learner_array(answer, name)
+    if bad is not None:
+        return bad
+    expected = t / np.sqrt(n)
+
+    def close(x, y):
+        return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-6, atol=1e-9))
+
+    if close(a, expected):
+        return Verdict(True, tr("{name} match: divided by √{n}.", name=name, n=n))
+    sd = float(t.std())
+    mistakes = [
+        ("unscaled", t, tr("these are the totals themselves; divide them by the factor by which their "
+                           "standard deviation grew.")),
+        ("divided_by_n", t / n, tr("you divided by n = {n}: that gives the average score, whose spread "
+                                   "is one subject's divided by √{n}. Divide by √{n} instead.", n=n)),
+        ("centred", (t - t.mean()) / np.sqrt(n),
+         tr("you also subtracted the class mean. That is harmless for a softmax, but this exercise asks "
+            "only for the division by √{n}.", n=n)),
+        ("measured_sd", t / sd, tr("you divided by the measured standard deviation of this class; use the "
+                                   "theory instead: the spread of a total of n independent subjects "
+                                   "grows like √n.")),
+    ]
+    for code, wrong, why in mistakes:
+        if close(a, wrong):
+            return Verdict(False, tr("{name}: {why}", name=name, why=why), code)
+    if a.shape == expected.shape and np.all(np.isfinite(a)) and np.all(a != 0):
+        factor = t / a                              # what the learner divided by, if one number
+        if np.allclose(factor, np.median(factor), rtol=1e-6):
+            return Verdict(False, tr("{name}: you divided every total by {c:.4g}. Divide by the factor by "
+                                     "which the standard deviation of a total of {n} independent "
+                                     "subjects grows: √{n} ≈ {r:.4g}.", name=name,
+                                     c=float(np.median(factor)), n=n, r=float(np.sqrt(n))),
+                           "wrong_factor")
+    if a.shape != expected.shape:
+        return Verdict(False, tr("{name}: shape {got}, expected {want}: one number per student.",
+                                 name=name, got=a.shape, want=expected.shape), "wrong_shape")
+    return Verdict(False, tr("{name}: not yet. Divide every total by the same number, the factor by which "
+                             "the standard deviation of a total of {n} subjects grows.", name=name, n=n),
+                   "wrong_value")
+
+
+__all__ += ["check_rescaled_totals"]
+
 
 # --- chapter 3 -----------------------------------------------------------------------------------
+
+def check_scaled_variance(answer, d_k, n) -> Verdict:
+    """Exercise 3.2: a Monte Carlo estimate of Var(q·k/√d_k) from ``n`` pairs at ``d_k``.
+
+    Standard-normal components: the theory is variance 1, and the estimate passes within three
+    standard errors (:func:`lib.simulate.variance_standard_error` with excess kurtosis 6/d_k), so any
+    seed passes. Recognised mistakes: ``unscaled`` (≈ d_k: no scale), ``divided_by_dk`` (≈ 1/d_k),
+    ``not_a_number``, ``wrong_value``. Never raises on the answer; raises ``ValueError`` for a
+    ``d_k`` or ``n`` that is not a positive int (``n`` >= 2).
+    """
+    from .simulate import variance_standard_error
+
+    for what, x, low in (("d_k", d_k, 1), ("n", n, 2)):
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < low:
+            raise ValueError(f"self-check set-up: {what} must be an int >= {low}; got {x!r}")
+    name = "Var(q·k/√d_k)"
+    a, bad = _learner_array(answer, name)
+    if bad is not None:
+        return bad
+    if a.size != 1:
+        return Verdict(False, tr("{name}: expected one number (a variance); got something of shape "
+                                 "{shape}. Take `.var()` of your scores.", name=name, shape=a.shape),
+                       "not_a_number")
+    x = float(a.reshape(()))
+    if not np.isfinite(x):
+        return Verdict(False, tr("{name}: your value is not finite.", name=name), "not_a_number")
+    se = variance_standard_error(1.0, int(n), 6.0 / int(d_k))
+    if abs(x - 1.0) <= 3 * se:
+        return Verdict(True, tr("{name} = {x:.4f}: within three standard errors ({band:.4f}) of the "
+                                "theory.", name=name, x=x, band=3 * se))
+    if abs(x - d_k) <= 3 * se * d_k:
+        return Verdict(False, tr("{name}: {x:.4g} is about d_k = {d}: the variance of the raw scores. "
+                                 "Divide the dot products by √{d} before taking the variance.",
+                                 name=name, x=x, d=d_k), "unscaled")
+    if abs(x - 1.0 / d_k) <= 3 * se / d_k:
+        return Verdict(False, tr("{name}: {x:.4g} is about 1/d_k: you divided by d_k = {d}; divide "
+                                 "by √{d}.", name=name, x=x, d=d_k), "divided_by_dk")
+    return Verdict(False, tr("{name}: {x:.4g} is more than three standard errors ({band:.4f}) from "
+                             "the theory. Multiply q and k elementwise, sum over the last axis, divide "
+                             "by √d_k, then take the variance.", name=name, x=x, band=3 * se),
+                   "wrong_value")
+
+
+__all__ += ["check_scaled_variance"]
 
 
 # --- chapter 4 -----------------------------------------------------------------------------------

@@ -11,11 +11,133 @@ import lib
 
 # --- chapter 1 -----------------------------------------------------------------------------------
 
+def _ch01_inputs():
+    # the worked example of chapter 1
+    Q = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    K = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0]])
+    V = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    return Q, K, V
+
+
+def _torch_attention(Q, K, V, scale=None):
+    torch = pytest.importorskip("torch")
+    out = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.from_numpy(a) for a in (Q, K, V)), scale=scale)
+    return out.numpy()
+
+
+def test_ch01_attention_output_right_answer_against_torch():
+    Q, K, V = _ch01_inputs()
+    right = _torch_attention(Q, K, V)
+    v = lib.check_attention_output(right, Q, K, V)
+    assert v.ok and v.mistake is None
+    assert lib.check_attention_output(right.tolist(), Q, K, V).ok          # a list is fine
+    assert lib.check_attention_output(right.astype(np.float32), Q, K, V).ok  # so is float32
+    torch = pytest.importorskip("torch")
+    assert lib.check_attention_output(torch.from_numpy(right), Q, K, V).ok
+
+
+def test_ch01_attention_output_typical_mistakes():
+    Q, K, V = _ch01_inputs()
+    d_k = Q.shape[1]
+
+    def sm(s, axis=-1):
+        e = np.exp(s - s.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    scores = Q @ K.T
+    cases = {
+        "unscaled": _torch_attention(Q, K, V, scale=1.0),
+        "divided_by_dk": _torch_attention(Q, K, V, scale=1.0 / d_k),
+        "wrong_axis": sm(scores / 2, axis=0) @ V,
+        "weights_only": sm(scores / 2),
+        "no_softmax": scores / 2 @ V,
+        "rounded": _torch_attention(Q, K, V).round(2),
+        "wrong_shape": np.zeros((2, 3)),
+        "wrong_value": _torch_attention(Q, K, V) + 0.1,
+        "missing": None,
+        "unreadable": "two point five",
+        "not_finite": np.full((3, 2), np.nan),
+    }
+    for code, answer in cases.items():
+        v = lib.check_attention_output(answer, Q, K, V)
+        assert not v.ok and v.mistake == code, (code, v)
+        assert isinstance(v.message, str) and v.message
+
+
+def test_ch01_attention_output_bad_inputs_raise():
+    Q, K, V = _ch01_inputs()
+    with pytest.raises(ValueError, match="d_k"):
+        lib.check_attention_output(None, Q, K[:, :3], V)
+    with pytest.raises(ValueError, match="rows"):
+        lib.check_attention_output(None, Q, K, V[:2])
+    with pytest.raises(ValueError, match="axes"):
+        lib.check_attention_output(None, Q[0], K, V)
+    with pytest.raises(TypeError):
+        lib.check_attention_output(None, "Q", K, V)
+    with pytest.raises(ValueError, match="NaN"):
+        lib.check_attention_output(None, Q * np.nan, K, V)
+
 
 # --- chapter 2 -----------------------------------------------------------------------------------
 
+def test_ch02_rescaled_totals():
+    t = lib.exam_totals(500, 30, mean=50.0, sd=10.0, seed=30)
+    right = t / 30 ** 0.5                                      # independent: T / sqrt(n)
+    assert lib.check_rescaled_totals(right, t, 30).ok
+    assert lib.check_rescaled_totals(list(right), t, 30).ok
+    cases = {
+        "unscaled": t,
+        "divided_by_n": t / 30,
+        "centred": (t - t.mean()) / 30 ** 0.5,
+        "measured_sd": t / t.std(),
+        "wrong_factor": t / (10 * 30 ** 0.5),
+        "wrong_shape": right[:10],
+        "wrong_value": right + np.arange(500),
+        "missing": None,
+        "unreadable": {"a": 1},
+    }
+    for code, answer in cases.items():
+        v = lib.check_rescaled_totals(answer, t, 30)
+        assert not v.ok and v.mistake == code, (code, v)
+    with pytest.raises(ValueError, match="n_subjects"):
+        lib.check_rescaled_totals(right, t, 0)
+    with pytest.raises(ValueError, match="n_subjects"):
+        lib.check_rescaled_totals(right, t, 2.5)
+    with pytest.raises(ValueError, match="axes"):
+        lib.check_rescaled_totals(right, t.reshape(20, 25), 30)
+
 
 # --- chapter 3 -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ch03_scaled_variance_accepts_any_seed(seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((20_000, 128))
+    k = rng.standard_normal((20_000, 128))
+    s = (q * k).sum(axis=-1)
+    assert lib.check_scaled_variance((s / np.sqrt(128)).var(), 128, 20_000).ok
+    v = lib.check_scaled_variance(s.var(), 128, 20_000)
+    assert not v.ok and v.mistake == "unscaled"
+    v = lib.check_scaled_variance((s / 128).var(), 128, 20_000)
+    assert not v.ok and v.mistake == "divided_by_dk"
+
+
+def test_ch03_scaled_variance_band_is_three_standard_errors():
+    # independent of lib.simulate: sd(s²) = sqrt(2/(n-1) + kappa/n) for sigma² = 1, kappa = 6/d_k
+    se = np.sqrt(2 / 19_999 + (6 / 128) / 20_000)
+    assert lib.check_scaled_variance(1 + 2.9 * se, 128, 20_000).ok
+    assert lib.check_scaled_variance(1 - 2.9 * se, 128, 20_000).ok
+    v = lib.check_scaled_variance(1 + 3.1 * se, 128, 20_000)
+    assert not v.ok and v.mistake == "wrong_value"
+    for junk, code in ((None, "missing"), ("1.0x", "unreadable"), ([1.0, 1.0], "not_a_number"),
+                       (float("nan"), "not_a_number")):
+        v = lib.check_scaled_variance(junk, 128, 20_000)
+        assert not v.ok and v.mistake == code, (junk, v)
+    with pytest.raises(ValueError, match="d_k"):
+        lib.check_scaled_variance(1.0, 0, 100)
+    with pytest.raises(ValueError, match="n must"):
+        lib.check_scaled_variance(1.0, 8, 1)
 
 
 # --- chapter 4 -----------------------------------------------------------------------------------
