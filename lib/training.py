@@ -1,31 +1,40 @@
 """A small task that attention must learn, a one-layer attention model, and its training loop.
 
-Chapter 06 trains this model with the scale 1/√d_k and with scale 1 and compares
+Chapter 6 trains this model with the scale 1/√d_k and with scale 1 and compares
 how fast each learns.  Needs torch (not imported by ``lib/__init__``); use
 ``from lib import training``.
 
 The task, **retrieval by content**: a sequence of ``n_keys`` random key vectors,
 each carrying a class label, and a query that is a noisy copy of one of the keys.
-The answer is the label of the key the query copies.  The labels are random, so
-the only way to beat chance (loss ln ``n_classes``) is for the attention weights
-to find the matching key: W_Q and W_K must learn to make q·k large for the
-matching pair.  Everything else in the model (the value embedding and the output
-layer) cannot help on its own.
+The answer is the label of the key the query copies.  Chance is a loss of
+ln ``n_classes``.  A model that does not use the query can still beat chance a
+little, by betting on the labels that occur most often among the keys: the best
+any such predictor can do is :func:`label_count_baselines` (about 1.83 nats for
+16 keys and 8 classes, against ln 8 ≈ 2.08), and a model whose attention is
+uniform reaches at best about 1.88.  The query enters the model only through
+W_Q and the attention weights, so getting below about 1.83 nats needs attention
+that finds the matching key.
+
+Published experiments run on the CPU (``device=None``, the default of every
+function here), so the book's numbers do not depend on whether the machine that
+builds it has a GPU; pass ``device="cuda"`` to try one.
 """
 from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from .attention import scaled_dot_product_attention
+from .attention import scaled_dot_product_attention, softmax
 from .metrics import attention_entropy
 
 __all__ = ["RetrievalBatch", "make_retrieval_batch", "AttentionRetriever", "TrainResult", "train",
-           "per_query_gradients", "steps_to_threshold"]
+           "train_seeds", "per_query_gradients", "steps_to_threshold", "label_count_baselines",
+           "gradient_path"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,22 @@ class RetrievalBatch:
     labels: torch.Tensor
     index: torch.Tensor
     target: torch.Tensor
+
+
+@contextmanager
+def _one_thread(device):
+    """Run torch on one CPU thread inside the block (restored afterwards); nothing changes for a GPU.
+
+    For tensors this small one thread is as fast as several (and much faster on a busy machine), and
+    the results do not depend on the machine's core count.
+    """
+    threads = torch.get_num_threads()
+    if torch.device(device).type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _positive_int(name, value):
@@ -86,13 +111,19 @@ class AttentionRetriever(torch.nn.Module):
     """One attention layer and a linear read-out, for :func:`make_retrieval_batch`.
 
     ``q = query W_Q`` (B, 1, d_k), ``k = keys W_K`` (B, S, d_k), ``v = E[labels]`` (B, S, d_v),
-    ``out = lib.scaled_dot_product_attention(q, k, v, scale=scale)`` (B, 1, d_v),
-    ``logits = out W_O + b`` (B, n_classes).
+    ``out = softmax(scale · q kᵀ) v`` (B, 1, d_v), ``logits = out W_O + b`` (B, n_classes).
 
     ``scale=None`` is 1/√d_k, ``scale=1.0`` the unscaled variant.  W_Q and W_K start
     with N(0, 1/d_in) entries, so for unit-variance inputs every component of q and k
-    has variance about 1: the assumption of chapter 03, under which the raw score
+    has variance about 1: the assumption of chapter 3, under which the raw score
     q·k has variance d_k.
+
+    How the score is computed: q·k_j = q·(x_j W_K) = (q W_Kᵀ)·x_j.  The model calls
+    ``lib.scaled_dot_product_attention(q W_Kᵀ, keys, v, scale=...)`` with the scale of
+    d_k, which gives the same scores and weights (up to float rounding) without
+    forming k, a (B, S, d_k) tensor: at d_k = 1024 and d_in = 32 this makes a training
+    step many times cheaper.  :meth:`project` returns q and k for readers who
+    want to see them; ``tests/test_training.py`` checks the two ways against PyTorch.
     """
 
     def __init__(self, d_in: int, d_k: int, n_classes: int, *, d_v: int = 32, scale=None,
@@ -116,11 +147,21 @@ class AttentionRetriever(torch.nn.Module):
             raise ValueError(f"expected query (B, 1, {self.d_in}) and keys (B, S, {self.d_in}); "
                              f"got query {tuple(query.shape)} and keys {tuple(keys.shape)}")
         q = query @ self.W_Q                       # (B, 1, d_k)
-        k = keys @ self.W_K                        # (B, S, d_k)
+        q_in = q @ self.W_K.T                      # (B, 1, d_in): q·k_j = (q W_Kᵀ)·x_j
         v = self.E[batch.labels]                   # (B, S, d_v)
-        out, w = scaled_dot_product_attention(q, k, v, scale=self.scale, return_weights=True)  # (B,1,d_v), (B,1,S)
+        out, w = scaled_dot_product_attention(q_in, keys, v, scale=self.score_scale,
+                                              return_weights=True)  # (B, 1, d_v), (B, 1, S)
         logits = out[:, 0] @ self.W_O + self.b_O   # (B, n_classes)
         return (logits, w) if return_weights else logits
+
+    @property
+    def score_scale(self) -> float:
+        """The factor the scores q·k are multiplied by: 1/√d_k for ``scale=None``, else ``scale``."""
+        return 1.0 / math.sqrt(self.d_k) if self.scale is None else float(self.scale)
+
+    def project(self, batch: RetrievalBatch):
+        """``(q, k, v)`` of ``batch`` as the formula writes them: (B, 1, d_k), (B, S, d_k), (B, S, d_v)."""
+        return batch.query @ self.W_Q, batch.keys @ self.W_K, self.E[batch.labels]
 
 
 @dataclass
@@ -164,51 +205,106 @@ def train(d_k: int, *, scale=None, steps: int = 300, batch_size: int = 64, lr: f
     gradient times ``lr``, so a vanishing gradient means a vanishing step) or
     ``"adam"`` (which divides each step by a running gradient size, and so partly
     hides small gradients).  ``seed`` fixes the initial weights and every batch.
-    Runs in float32 on ``device`` (default: the CPU).  On the CPU it runs on one thread
-    (restored afterwards): for a model this small that is as fast as several, and it makes
-    the result independent of the machine's core count.  Without the scale, training is
-    sensitive to rounding (near-tied scores decide where the gradient goes), so a run on
-    another thread count or on a GPU can differ in detail, not in the pattern.
+
+    Runs in float32 on ``device``.  **The default is the CPU**, whatever the machine
+    has: the book's numbers are CPU numbers, so they do not depend on whether a GPU is
+    present.  Pass ``device="cuda"`` (or ``lib.default_device()``) to try a GPU.  On the
+    CPU it runs on one thread (restored afterwards): for a model this small that is as
+    fast as several, and it makes the result independent of the machine's core count.
+    Without the scale, training is sensitive to rounding (near-tied scores decide where
+    the gradient goes), so a run on another device, or on a CPU whose matrix routines
+    round differently, can differ in detail.  Same as ``train_seeds(d_k, [seed], ...)[0]``.
     """
+    return train_seeds(d_k, [seed], scale=scale, steps=steps, batch_size=batch_size, lr=lr, optimizer=optimizer,
+                       n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise, d_v=d_v, device=device)[0]
+
+
+def train_seeds(d_k: int, seeds, *, scale=None, steps: int = 300, batch_size: int = 64, lr: float = 0.1,
+                optimizer: str = "sgd", n_keys: int = 16, d_in: int = 32, n_classes: int = 8,
+                noise: float = 0.5, d_v: int = 32, device=None) -> list[TrainResult]:
+    """:func:`train` for several seeds at once: one independent model per seed, trained side by side.
+
+    The models share nothing but the loop: each has the initial weights and batches of its own
+    seed and its own optimiser state.  Their parameters are stacked along a leading axis and
+    each step runs once for all seeds, with operations that never mix the seeds (batched
+    matrix products, row-wise softmax and cross-entropy, an optimiser that acts entry by
+    entry), so each seed's record equals ``train(d_k, seed=s, ...)`` exactly; a step for
+    several seeds costs little more than for one.  Returns one :class:`TrainResult` per seed,
+    in the order of ``seeds``; ``seconds`` is the time of the whole run.  The final weights
+    are returned as an :class:`AttentionRetriever` per seed (``result.model``), whose forward
+    pass computes the same function (equal to float rounding, tested).
+    Chapter 6 uses it for its multi-seed table.
+    """
+    d_k = _positive_int("d_k", d_k)
     steps = _positive_int("steps", steps)
+    seeds = [int(s) for s in seeds] if not isinstance(seeds, (int, np.integer)) else [int(seeds)]
+    if not seeds or any(s < 0 for s in seeds):
+        raise ValueError(f"seeds must be a non-empty sequence of integers >= 0; got {seeds!r}")
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a finite number > 0; got {lr!r}")
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam'; got {optimizer!r}")
     device = torch.device("cpu") if device is None else torch.device(device)
-    threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(1)
-    try:
-        return _train(d_k, scale, steps, batch_size, lr, optimizer, seed, n_keys, d_in, n_classes, noise, d_v, device)
-    finally:
-        torch.set_num_threads(threads)
+    with _one_thread(device):
+        return _train_many(d_k, scale, steps, batch_size, lr, optimizer, seeds, n_keys, d_in, n_classes, noise,
+                           d_v, device)
 
 
-def _train(d_k, scale, steps, batch_size, lr, optimizer, seed, n_keys, d_in, n_classes, noise, d_v, device):
-    g_init = torch.Generator().manual_seed(seed)
-    g_data = torch.Generator().manual_seed(seed + 1_000_003)
-    model = AttentionRetriever(d_in, d_k, n_classes, d_v=d_v, scale=scale, generator=g_init).to(device)
-    opt = (torch.optim.SGD(model.parameters(), lr=lr) if optimizer == "sgd"
-           else torch.optim.Adam(model.parameters(), lr=lr))
-    rec = {name: np.empty(steps) for name in ("loss", "accuracy", "grad_q", "grad_k", "entropy")}
+def _train_many(d_k, scale, steps, batch_size, lr, optimizer, seeds, n_keys, d_in, n_classes, noise, d_v, device):
+    # One model per seed, initialised exactly as AttentionRetriever(generator=seed) would be. Their
+    # parameters are stacked along a leading seed axis and every step runs once for all seeds: batched
+    # matrix products (one small product per seed), the row-wise softmax and cross-entropy, and an
+    # optimiser that acts entry by entry. Nothing mixes the seeds, so a seed's record does not depend
+    # on which seeds run beside it (tests/test_training.py checks this bit for bit).
+    n = len(seeds)
+    inits = [AttentionRetriever(d_in, d_k, n_classes, d_v=d_v, scale=scale,
+                                generator=torch.Generator().manual_seed(s)) for s in seeds]
+    names = ("W_Q", "W_K", "E", "W_O", "b_O")
+    P = {name: torch.stack([getattr(m, name).detach() for m in inits]).to(device).requires_grad_()
+         for name in names}                                    # e.g. W_Q: (n, d_in, d_k)
+    params = [P[name] for name in names]
+    opt = torch.optim.SGD(params, lr=lr) if optimizer == "sgd" else torch.optim.Adam(params, lr=lr)
+    data = [torch.Generator().manual_seed(s + 1_000_003) for s in seeds]
+    score_scale = inits[0].score_scale
+    seed_axis = torch.arange(n, device=device)[:, None, None]
+    rec = {name: np.empty((n, steps)) for name in ("loss", "accuracy", "grad_q", "grad_k", "entropy")}
     t0 = time.perf_counter()
     for step in range(steps):
-        batch = make_retrieval_batch(batch_size, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
-                                     generator=g_data, device=device)
-        logits, w = model(batch, return_weights=True)
-        loss = torch.nn.functional.cross_entropy(logits, batch.target)
+        bs = [make_retrieval_batch(batch_size, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
+                                   generator=g, device=device) for g in data]
+        query = torch.stack([b.query[:, 0] for b in bs])       # (n, B, d_in)
+        keys = torch.stack([b.keys for b in bs])               # (n, B, S, d_in)
+        labels = torch.stack([b.labels for b in bs])           # (n, B, S)
+        target = torch.stack([b.target for b in bs])           # (n, B)
+        q = torch.bmm(query, P["W_Q"])                         # (n, B, d_k)
+        q_in = torch.bmm(q, P["W_K"].transpose(1, 2))          # (n, B, d_in): q·k_j = (q W_Kᵀ)·x_j
+        v = P["E"][seed_axis, labels]                          # (n, B, S, d_v)
+        out, w = scaled_dot_product_attention(q_in[:, :, None], keys, v, scale=score_scale,
+                                              return_weights=True)   # (n, B, 1, d_v), (n, B, 1, S)
+        logits = torch.bmm(out[:, :, 0], P["W_O"]) + P["b_O"][:, None]   # (n, B, n_classes)
+        per_query = torch.nn.functional.cross_entropy(logits.reshape(-1, n_classes), target.reshape(-1),
+                                                      reduction="none").reshape(n, -1)   # (n, B)
+        losses = per_query.mean(dim=1)                         # (n,) one loss per seed
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        losses.sum().backward()                                # model s gets the gradient of its own loss
         with torch.no_grad():
-            stats = torch.stack([loss, (logits.argmax(-1) == batch.target).float().mean(),
-                                 model.W_Q.grad.norm(), model.W_K.grad.norm()]).cpu().numpy()
-            ent = attention_entropy(w[:, 0].double().cpu().numpy()).mean()
-        rec["loss"][step], rec["accuracy"][step], rec["grad_q"][step], rec["grad_k"][step] = stats
-        rec["entropy"][step] = ent
+            stats = torch.stack([losses, (logits.argmax(-1) == target).float().mean(dim=1),
+                                 P["W_Q"].grad.flatten(1).norm(dim=1),
+                                 P["W_K"].grad.flatten(1).norm(dim=1)]).cpu().numpy()   # (4, n)
+            ent = attention_entropy(w[:, :, 0].double().cpu().numpy()).mean(axis=1)       # (n,)
+        rec["loss"][:, step], rec["accuracy"][:, step], rec["grad_q"][:, step], rec["grad_k"][:, step] = stats
+        rec["entropy"][:, step] = ent
         opt.step()
     seconds = time.perf_counter() - t0
-    return TrainResult(d_k=d_k, scale=scale, optimizer=optimizer, seed=seed, seconds=seconds, model=model, **rec)
+    results = []
+    for i, (s, model) in enumerate(zip(seeds, inits)):
+        model = model.to(device)
+        with torch.no_grad():
+            for name in names:
+                getattr(model, name).copy_(P[name][i])
+        results.append(TrainResult(d_k=d_k, scale=scale, optimizer=optimizer, seed=s, seconds=seconds,
+                                   model=model, **{k: v[i].copy() for k, v in rec.items()}))
+    return results
 
 
 def per_query_gradients(model: AttentionRetriever, batch: RetrievalBatch) -> dict:
@@ -219,15 +315,21 @@ def per_query_gradients(model: AttentionRetriever, batch: RetrievalBatch) -> dic
     ‖x_b‖ · ‖∂L_b/∂q_b‖.  One backward pass gives all of them.  Returns NumPy
     arrays of shape (B,): ``grad_q`` (that norm), ``loss`` (per-query cross-entropy),
     ``entropy``, ``max_weight`` and ``match_weight`` (the weight on the key the query
-    copies).  The model's parameters receive no gradient.  Chapter 06 uses it to show
-    that a batch gradient can be large while most queries pass almost none.
+    copies).  The model's parameters receive no gradient.  Chapter 6 uses it to show
+    that a batch gradient can be large while most queries pass almost none.  Runs on the batch's
+    device, on one CPU thread there (as :func:`train`).
     """
+    with _one_thread(batch.query.device):
+        return _per_query_gradients(model, batch)
+
+
+def _per_query_gradients(model, batch):
     x = batch.query                                              # (B, 1, d_in)
     q = (x @ model.W_Q).detach().requires_grad_(True)            # (B, 1, d_k)
     with torch.no_grad():
-        k = batch.keys @ model.W_K                               # (B, S, d_k)
         v = model.E[batch.labels]                                # (B, S, d_v)
-    out, w = scaled_dot_product_attention(q, k, v, scale=model.scale, return_weights=True)
+    q_in = q @ model.W_K.detach().T                              # (B, 1, d_in), as in the model
+    out, w = scaled_dot_product_attention(q_in, batch.keys, v, scale=model.score_scale, return_weights=True)
     logits = out[:, 0] @ model.W_O.detach() + model.b_O.detach()
     loss = torch.nn.functional.cross_entropy(logits, batch.target, reduction="none")  # (B,)
     loss.sum().backward()                                        # query b's loss reaches only q_b
@@ -244,7 +346,7 @@ def steps_to_threshold(loss, threshold: float, window: int = 10) -> int:
 
     ``loss`` is a 1-d sequence of per-step losses.  Returns the index of the last step in the
     first such window (so at least ``window - 1``), or ``len(loss)`` if the threshold is never
-    reached.  Chapter 06 uses it to say how fast each model learns.
+    reached.  Chapter 6 uses it to say how fast each model learns.
     """
     x = np.asarray(loss, dtype=float)
     if x.ndim != 1:
@@ -256,3 +358,120 @@ def steps_to_threshold(loss, threshold: float, window: int = 10) -> int:
     moving = np.convolve(x, np.ones(window) / window, mode="valid")   # moving[i] = mean(x[i : i+window])
     below = np.flatnonzero(moving < threshold)
     return int(below[0] + window - 1) if below.size else len(x)
+
+
+def _partitions(total: int, parts: int, largest: int | None = None):
+    """Every way to write ``total`` as a sum of at most ``parts`` positive integers, largest first."""
+    largest = total if largest is None else largest
+    if total == 0:
+        yield ()
+        return
+    if parts == 0:
+        return
+    for first in range(min(total, largest), 0, -1):
+        for rest in _partitions(total - first, parts - 1, first):
+            yield (first, *rest)
+
+
+def label_count_baselines(n_keys: int = 16, n_classes: int = 8) -> dict:
+    """What a model can reach on the retrieval task **without** using the query (exact, in nats).
+
+    A predictor that does not use the query sees the keys and their labels, but the key the
+    query copies is uniform among them: given the label counts n_c, the target is class c with
+    probability n_c / n_keys.  Returns a dict:
+
+    - ``chance``: ln n_classes, the loss of a uniform guess;
+    - ``counts``: E[−Σ_c (n_c/S) ln(n_c/S)], the expected entropy of the label counts (S = n_keys):
+      the smallest expected loss of **any** predictor that ignores the query (it predicts n_c/S);
+    - ``uniform_attention``: the smallest expected loss of the model of this module when its
+      attention weights are uniform (W_Q = 0).  Its output is then the mean label embedding, so its
+      logits are linear in the counts, ``A n/S + b``; the loss is convex in (A, b) and symmetric in
+      the classes, so the optimum has the form ``α n_c/S`` and one number α is fitted;
+    - ``alpha``: that α.
+
+    Exact: the expectation runs over the partitions of n_keys into at most n_classes parts, each
+    weighted by its multinomial probability (about 200 terms for 16 keys and 8 classes).  For
+    16 keys and 8 classes: chance 2.079, counts 1.826, uniform attention 1.876.
+    """
+    S, K = _positive_int("n_keys", n_keys), _positive_int("n_classes", n_classes)
+    if K < 2:
+        raise ValueError(f"n_classes must be at least 2; got {K}")
+    if S > 64:
+        raise ValueError(f"n_keys must be at most 64 (the partitions to sum over grow fast); got {S}")
+    rows, logp = [], []
+    for part in _partitions(S, K):
+        n = np.zeros(K)
+        n[:len(part)] = part
+        _, mult = np.unique(n, return_counts=True)
+        # multinomial probability of one labelling with these counts, times the number of ways to
+        # assign the counts to classes: K! / prod(multiplicities!)
+        lp = (math.lgamma(S + 1) - sum(math.lgamma(c + 1) for c in n) - S * math.log(K)
+              + math.lgamma(K + 1) - sum(math.lgamma(m + 1) for m in mult))
+        rows.append(n / S)
+        logp.append(lp)
+    r, p = np.array(rows), np.exp(np.array(logp))          # (P, K) count fractions, (P,) probabilities
+    with np.errstate(divide="ignore", invalid="ignore"):
+        counts = float(p @ np.where(r > 0, -r * np.log(r), 0.0).sum(axis=1))
+    r2 = (r * r).sum(axis=1)                                # E[alpha n_Y / S | counts] = alpha Σ r_c²
+
+    def slope(alpha):                                       # d loss / d alpha, increasing (convex loss)
+        z = alpha * r
+        soft = np.exp(z - z.max(axis=1, keepdims=True))
+        soft /= soft.sum(axis=1, keepdims=True)
+        return float(p @ ((soft * r).sum(axis=1) - r2))
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):                                      # bracket the minimum; with one key (or any case
+        if slope(hi) >= 0:                                   # where the loss only falls) it lies at infinity
+            break
+        lo, hi = hi, 2 * hi
+    for _ in range(200):                                     # bisection on the slope
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if slope(mid) < 0 else (lo, mid)
+    alpha = 0.5 * (lo + hi)
+    z = alpha * r
+    zmax = z.max(axis=1)
+    lse = zmax + np.log(np.exp(z - zmax[:, None]).sum(axis=1))
+    uniform = float(p @ (lse - alpha * r2))
+    return {"chance": math.log(K), "counts": counts, "uniform_attention": uniform, "alpha": alpha}
+
+
+def gradient_path(d_k: int, *, scaled: bool, n_queries: int = 200, n_keys: int = 32, d_in: int = 32,
+                  n_classes: int = 8, d_v: int = 16, seed: int = 0) -> dict:
+    """Per-query gradient norms at three places of one attention layer: logits, scores, W_Q (ch. 5).
+
+    A layer in float64 with random inputs, values and labels: ``q = x W_Q``, ``k_j = x_j W_K``,
+    scores ``s_j = c q·k_j`` (c = 1/√d_k if ``scaled`` else 1), weights ``p = softmax(s)``,
+    logits ``(Σ_j p_j v_j) W_O``, summed cross-entropy.  One backward pass; for each query b it
+    returns ``logits`` = ‖∂L/∂logits_b‖, ``scores`` = ‖∂L/∂s_b‖ and ``W_Q`` = ‖∂L_b/∂W_Q‖_F
+    = ‖x_b‖·‖∂L/∂q_b‖ with ∂L/∂q_b = c Σ_j (∂L/∂s_bj) k_j (chapter 5, eq-attention-backprop).
+    NumPy arrays of shape (n_queries,), computed on the CPU (one thread).  ``tests/test_training.py``
+    checks them against autograd.
+    """
+    d_k = _positive_int("d_k", d_k)
+    with _one_thread("cpu"):
+        return _gradient_path(d_k, scaled, n_queries, n_keys, d_in, n_classes, d_v, seed)
+
+
+def _gradient_path(d_k, scaled, n_queries, n_keys, d_in, n_classes, d_v, seed):
+    g = torch.Generator().manual_seed(seed)
+    f64 = dict(generator=g, dtype=torch.float64)
+    x_q = torch.randn(n_queries, 1, d_in, **f64)          # (B, 1, d_in)
+    x_k = torch.randn(n_queries, n_keys, d_in, **f64)     # (B, S, d_in)
+    v = torch.randn(n_queries, n_keys, d_v, **f64)        # (B, S, d_v)
+    y = torch.randint(0, n_classes, (n_queries,), generator=g)
+    W_Q = (torch.randn(d_in, d_k, **f64) / math.sqrt(d_in)).requires_grad_()
+    W_K = torch.randn(d_in, d_k, **f64) / math.sqrt(d_in)
+    W_O = torch.randn(d_v, n_classes, **f64) / math.sqrt(d_v)
+    q, k = x_q @ W_Q, x_k @ W_K                           # (B, 1, d_k), (B, S, d_k)
+    c = 1 / math.sqrt(d_k) if scaled else 1.0
+    s = (q * c) @ k.transpose(-2, -1)                     # (B, 1, S) scores
+    s.retain_grad()
+    p = softmax(s, axis=-1)                               # (B, 1, S) attention weights (lib's softmax)
+    logits = (p @ v)[:, 0] @ W_O                          # (B, n_classes)
+    logits.retain_grad()
+    torch.nn.functional.cross_entropy(logits, y, reduction="sum").backward()
+    dq = c * (s.grad @ k)[:, 0]                           # (B, d_k): ∂L/∂q_b
+    to_np = lambda t: t.detach().numpy()  # noqa: E731
+    return {"logits": to_np(logits.grad.norm(dim=-1)), "scores": to_np(s.grad[:, 0].norm(dim=-1)),
+            "W_Q": to_np(x_q[:, 0].norm(dim=-1) * dq.norm(dim=-1))}

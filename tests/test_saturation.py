@@ -88,3 +88,14 @@ def test_one_query_attention_saturates_unscaled_at_large_d_k():
 def test_one_query_attention_rejects_bad_input(kwargs):
     with pytest.raises(ValueError):
         lib.one_query_attention(**kwargs)
+
+
+def test_article_examples_known_values():
+    """The article's inputs (10, 0, 0) and (50, 0, 0): values that chapter 5 glues (facts.md)."""
+    p10 = lib.softmax(np.array([10.0, 0.0, 0.0]))
+    np.testing.assert_allclose(p10, [0.9999092, 4.5395e-5, 4.5395e-5], rtol=1e-4)
+    np.testing.assert_allclose(np.abs(lib.softmax_jacobian(p10)).max(), 9.0786e-5, rtol=1e-4)
+    p50 = lib.softmax(np.array([50.0, 0.0, 0.0]))
+    np.testing.assert_allclose(p50[1:], 1.9287e-22, rtol=1e-4)
+    np.testing.assert_allclose(np.abs(lib.softmax_jacobian(p50)).max(), p50[1], rtol=1e-6)
+    assert p50[0] == 1.0 and lib.softmax_jacobian(p50)[0, 0] == 0.0        # "tiny" becomes "zero"

@@ -158,3 +158,194 @@ def test_steps_to_threshold_known_values():
         training.steps_to_threshold(loss, 1.0, window=0)
     with pytest.raises(ValueError):
         training.steps_to_threshold(loss, 1.0, window=21)
+
+
+@pytest.mark.parametrize("d_k, optimizer", [(8, "adam"), (64, "adam"), (1024, "adam"), (1024, "sgd")])
+def test_train_seeds_equals_lone_runs_exactly(d_k, optimizer):
+    """A seed's record must not depend on which seeds run beside it (the chapter's table relies on it)."""
+    kw = dict(steps=25, batch_size=16, lr=0.01, optimizer=optimizer)
+    for scale in (None, 1.0):
+        many = training.train_seeds(d_k, [2, 0, 5], scale=scale, **kw)
+        assert [r.seed for r in many] == [2, 0, 5]
+        for r in many:
+            alone = training.train(d_k, scale=scale, seed=r.seed, **kw)
+            for name in ("loss", "grad_q", "grad_k", "entropy", "accuracy"):
+                np.testing.assert_array_equal(getattr(r, name), getattr(alone, name))
+            for p, q in zip(r.model.parameters(), alone.model.parameters()):
+                assert torch.equal(p, q)
+
+
+@pytest.mark.parametrize("seeds", [[], [-1], "ab"])
+def test_train_seeds_rejects_bad_seeds(seeds):
+    with pytest.raises((ValueError, TypeError)):
+        training.train_seeds(8, seeds, steps=2)
+
+
+def test_training_runs_on_the_cpu_by_default_even_with_a_gpu(monkeypatch):
+    """The published numbers are CPU numbers: device=None must not follow torch.cuda.is_available()."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    r = training.train(8, steps=2, batch_size=4)
+    assert all(p.device.type == "cpu" for p in r.model.parameters())
+    b = training.make_retrieval_batch(4)
+    assert b.query.device.type == "cpu"
+
+
+def test_train_accepts_an_explicit_cpu_device():
+    a = training.train(8, steps=3, batch_size=4, seed=1)
+    b = training.train(8, steps=3, batch_size=4, seed=1, device="cpu")
+    np.testing.assert_array_equal(a.loss, b.loss)
+
+
+@pytest.mark.cuda
+def test_train_on_cuda_when_asked():
+    r = training.train(64, steps=20, batch_size=16, lr=0.01, optimizer="adam", device="cuda")
+    assert all(p.device.type == "cuda" for p in r.model.parameters())
+    assert np.all(np.isfinite(r.loss)) and r.loss[:3].mean() > 1.5
+    cpu = training.train(64, steps=20, batch_size=16, lr=0.01, optimizer="adam")
+    np.testing.assert_allclose(r.loss[0], cpu.loss[0], rtol=1e-4)    # same data and weights at step 0
+
+
+@pytest.mark.parametrize("scale", [None, 1.0])
+def test_forward_equals_the_formula_with_projected_q_and_k(scale):
+    """The model computes q·k_j as (q W_Kᵀ)·x_j; project() gives q and k as the formula writes them."""
+    m = training.AttentionRetriever(32, 256, 8, scale=scale, generator=torch.Generator().manual_seed(3))
+    b = batch(4, batch_size=16)
+    q, k, v = m.project(b)
+    assert q.shape == (16, 1, 256) and k.shape == (16, 16, 256) and v.shape == (16, 16, 32)
+    c = 1 / math.sqrt(256) if scale is None else scale
+    assert m.score_scale == c
+    logits, w = m(b, return_weights=True)
+    ref_w = torch.softmax((q.double() @ k.double().transpose(-2, -1)) * c, dim=-1)
+    torch.testing.assert_close(w.double(), ref_w, rtol=1e-4, atol=1e-6)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=c)
+    torch.testing.assert_close(logits, ref[:, 0] @ m.W_O + m.b_O, rtol=1e-4, atol=1e-4)
+
+
+# --------------------------------------------------------------------------- what is reachable without attention
+def _brute_force_baselines(S, K):
+    """Every one of the K^S labellings, equally likely; the target is a uniformly chosen key's label."""
+    import itertools
+
+    from scipy.optimize import minimize
+
+    counts = np.array([np.bincount(lab, minlength=K) for lab in itertools.product(range(K), repeat=S)]) / S
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bayes = np.mean(np.where(counts > 0, -counts * np.log(counts), 0).sum(axis=1))
+
+    def loss(theta):                     # a general linear read-out of the counts: logits = r A + b
+        A, b = theta[:K * K].reshape(K, K), theta[K * K:]
+        z = counts @ A + b
+        lse = np.log(np.exp(z - z.max(1, keepdims=True)).sum(1)) + z.max(1)
+        return np.mean(lse - (counts * z).sum(1))     # E over targets: Σ_c r_c (lse - z_c)
+
+    best = minimize(loss, np.zeros(K * K + K), method="BFGS", options=dict(gtol=1e-10))
+    return bayes, best.fun
+
+
+@pytest.mark.parametrize("S, K", [(4, 3), (6, 2), (5, 4)])
+def test_label_count_baselines_match_brute_force(S, K):
+    r = training.label_count_baselines(S, K)
+    bayes, linear = _brute_force_baselines(S, K)
+    np.testing.assert_allclose(r["counts"], bayes, rtol=1e-12)
+    # the symmetric one-number fit equals the best general linear read-out (K² + K numbers)
+    np.testing.assert_allclose(r["uniform_attention"], linear, rtol=1e-7)
+    assert r["counts"] < r["uniform_attention"] < r["chance"] == math.log(K)
+
+
+def test_label_count_baselines_of_the_book_task():
+    from scipy.stats import binom
+
+    r = training.label_count_baselines()           # 16 keys, 8 classes
+    m = np.arange(1, 17)
+    closed = 8 * np.sum(binom.pmf(m, 16, 1 / 8) * (m / 16) * np.log(16 / m))   # by symmetry, one class
+    np.testing.assert_allclose(r["counts"], closed, rtol=1e-12)
+    assert abs(r["counts"] - 1.826) < 5e-4 and abs(r["uniform_attention"] - 1.876) < 5e-4
+    # a seeded Monte Carlo of the uniform-attention predictor softmax(alpha n / S) agrees to 3 SE
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 8, size=(200_000, 16))
+    counts = np.stack([(labels == c).sum(1) for c in range(8)], axis=1) / 16
+    target = labels[np.arange(len(labels)), rng.integers(0, 16, len(labels))]
+    z = r["alpha"] * counts
+    lse = np.log(np.exp(z).sum(1))
+    nll = lse - z[np.arange(len(z)), target]
+    assert abs(nll.mean() - r["uniform_attention"]) < 3 * nll.std() / math.sqrt(len(nll))
+
+
+def test_a_model_with_uniform_attention_cannot_beat_the_baseline():
+    """W_Q = 0 makes every score 0: the trained model lands near, and not below, the uniform baseline."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)                  # small tensors: one thread is fastest on a busy machine
+    try:
+        _fit_uniform_attention_model()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _fit_uniform_attention_model():
+    m = training.AttentionRetriever(32, 16, 8, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        m.W_Q.zero_()
+    m.W_Q.requires_grad_(False)
+    opt = torch.optim.Adam([p for p in m.parameters() if p.requires_grad], lr=0.05)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(300):
+        b = training.make_retrieval_batch(256, generator=g)
+        loss = torch.nn.functional.cross_entropy(m(b), b.target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    test = training.make_retrieval_batch(20_000, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        nll = torch.nn.functional.cross_entropy(m(test), test.target, reduction="none").double().numpy()
+    base = training.label_count_baselines()
+    se = nll.std() / math.sqrt(len(nll))
+    assert nll.mean() > base["uniform_attention"] - 3 * se          # cannot beat it ...
+    assert nll.mean() < base["uniform_attention"] + 0.03            # ... and gets close to it
+    assert nll.mean() < base["chance"] - 0.15                       # so it beats chance without attention
+
+
+def test_label_count_baselines_edge_cases():
+    one = training.label_count_baselines(1, 4)           # one key: its label is the answer
+    assert one["counts"] == 0.0 and one["uniform_attention"] < 1e-6
+    two = training.label_count_baselines(2, 2)
+    # counts (2,0) or (0,2) w.p. 1/2: loss 0; (1,1) w.p. 1/2: loss ln 2
+    assert abs(two["counts"] - 0.5 * math.log(2)) < 1e-12
+
+
+@pytest.mark.parametrize("bad", [dict(n_keys=0), dict(n_classes=1), dict(n_keys=65), dict(n_keys=2.5)])
+def test_label_count_baselines_reject_bad_input(bad):
+    with pytest.raises(ValueError):
+        training.label_count_baselines(**bad)
+
+
+# --------------------------------------------------------------------------- chapter 5's gradient path
+@pytest.mark.parametrize("scaled", [True, False])
+def test_gradient_path_matches_autograd_per_query(scaled):
+    r = training.gradient_path(16, scaled=scaled, n_queries=5, n_keys=6, d_in=8, seed=3)
+    assert set(r) == {"logits", "scores", "W_Q"} and all(v.shape == (5,) for v in r.values())
+    # rebuild the same layer from the same generator and differentiate one query at a time
+    g = torch.Generator().manual_seed(3)
+    f64 = dict(generator=g, dtype=torch.float64)
+    x_q, x_k = torch.randn(5, 1, 8, **f64), torch.randn(5, 6, 8, **f64)
+    v = torch.randn(5, 6, 16, **f64)
+    y = torch.randint(0, 8, (5,), generator=g)
+    W_Q, W_K = torch.randn(8, 16, **f64) / math.sqrt(8), torch.randn(8, 16, **f64) / math.sqrt(8)
+    W_O = torch.randn(16, 8, **f64) / 4
+    c = 0.25 if scaled else 1.0
+    for b in range(5):
+        Wq = W_Q.clone().requires_grad_()
+        s = c * (x_q[b] @ Wq) @ (x_k[b] @ W_K).T                  # (1, S)
+        s.retain_grad()
+        logits = (torch.softmax(s, -1) @ v[b]) @ W_O
+        logits.retain_grad()
+        torch.nn.functional.cross_entropy(logits, y[b:b + 1], reduction="sum").backward()
+        np.testing.assert_allclose(r["W_Q"][b], float(Wq.grad.norm()), rtol=1e-10)
+        np.testing.assert_allclose(r["scores"][b], float(s.grad.norm()), rtol=1e-10)
+        np.testing.assert_allclose(r["logits"][b], float(logits.grad.norm()), rtol=1e-10)
+
+
+def test_gradient_path_unscaled_vanishes_only_behind_the_softmax():
+    med = {s: {k: float(np.median(v)) for k, v in training.gradient_path(1024, scaled=s).items()}
+           for s in (True, False)}
+    assert 0.5 < med[False]["logits"] / med[True]["logits"] < 2
+    assert med[False]["scores"] < 1e-3 * med[True]["scores"] and med[False]["W_Q"] < 1e-2 * med[True]["W_Q"]
