@@ -8,8 +8,8 @@ Small, exact versions of the ideas chapter 7 demonstrates:
     divided by their lengths and the cosine is multiplied by a learned gain, which **replaces**
     1/√d_k; the scores lie in [-gain, gain] whatever d_k and the input scale.
   - :func:`qk_layer_norm_scores`: LayerNorm (ViT-22B, Flax's ``normalize_qk``) or RMSNorm (e.g.
-    Qwen3, timm's ``qk_norm``) on q and k, which **keeps** 1/√d_k: with unit gains each normalised
-    vector has length √d_k, so q·k still adds d_k unit-size terms.
+    Qwen3) on q and k, which **keeps** 1/√d_k: with unit gains each normalised vector has length
+    √d_k, so q·k still adds d_k unit-size terms.
 
 - :func:`mup_scale`: μP's 1/d attention scale, c/d_k with c chosen to agree with 1/√d_k at a base width.
 - :func:`length_scaled_softmax`: softmax(s·ln(n)·z), the log-n length scaling of Chiang & Cholak 2022
@@ -97,8 +97,8 @@ def qk_layer_norm_scores(q, k, *, rms: bool = False, weight_q=None, weight_k=Non
 
     The second family of QK-normalisation: ViT-22B applies LayerNorm to the queries and keys (Flax's
     ``MultiHeadDotProductAttention(normalize_qk=True)``: LayerNorm without bias on each head's q and k,
-    then its usual division by √depth); many current language models (e.g. Qwen3) and timm's
-    ``qk_norm`` apply RMSNorm per head.  All of them **keep** the 1/√d_k: with unit gains each normalised
+    then its usual division by √depth); language models such as Qwen3 apply RMSNorm per head, and timm's
+    ``qk_norm`` the model's norm layer.  All of them **keep** the 1/√d_k: with unit gains each normalised
     vector has length √d_k, so ``norm(q)·norm(k) = d_k·cos`` still grows with d_k.
 
     - Shapes: q (..., L, d_k), k (..., S, d_k) → (..., L, S).
