@@ -1,4 +1,4 @@
-"""lib.modern against PyTorch and exact math (chapter 07)."""
+"""lib.modern against PyTorch and exact math (chapter 7)."""
 import math
 
 import numpy as np
@@ -61,6 +61,81 @@ def test_qk_norm_scores_rejects_bad_input():
         lib.qk_norm_scores(np.ones((2, 3)), np.ones((2, 4)), 1.0)
     with pytest.raises(ValueError, match="finite"):
         lib.qk_norm_scores(np.ones((2, 3)), np.ones((2, 3)), float("nan"))
+
+
+@pytest.mark.parametrize("rms", [False, True])
+def test_qk_layer_norm_attention_matches_torch(rng, rms):
+    # The LayerNorm/RMSNorm family: torch's own norms, then SDPA with its default scale 1/√d_k.
+    q, k = 5.0 * rng.standard_normal((2, 3, 5, 16)) + 2.0, rng.standard_normal((2, 3, 6, 16))
+    v = rng.standard_normal((2, 3, 6, 4))
+    g_q, g_k = rng.uniform(0.5, 1.5, 16), rng.uniform(0.5, 1.5, 16)
+    scores = lib.qk_layer_norm_scores(q, k, rms=rms, weight_q=g_q, weight_k=g_k, eps=1e-6)
+    assert scores.shape == (2, 3, 5, 6)
+    tq, tk, tv, tgq, tgk = (torch.from_numpy(a) for a in (q, k, v, g_q, g_k))
+    if rms:
+        nq, nk = F.rms_norm(tq, (16,), tgq, eps=1e-6), F.rms_norm(tk, (16,), tgk, eps=1e-6)
+    else:
+        nq, nk = F.layer_norm(tq, (16,), tgq, None, eps=1e-6), F.layer_norm(tk, (16,), tgk, None, eps=1e-6)
+    ref = F.scaled_dot_product_attention(nq, nk, tv)          # default scale: 1/√16
+    np.testing.assert_allclose(lib.softmax(scores) @ v, ref.numpy(), rtol=1e-10, atol=1e-12)
+    unscaled = lib.qk_layer_norm_scores(q, k, rms=rms, weight_q=g_q, weight_k=g_k, scale=1.0, eps=1e-6)
+    np.testing.assert_allclose(unscaled, (nq @ nk.transpose(-1, -2)).numpy(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(scores, unscaled / 4.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("rms", [False, True])
+def test_qk_layer_norm_scores_are_dk_times_a_cosine(rng, rms):
+    # Unit gains: each normalised row has length √d_k, so the unscaled score is d_k·cos (of the centred
+    # rows for LayerNorm), whatever the size of q and k; the default score is √d_k·cos.
+    d = 32
+    q, k = 9.0 * rng.standard_normal((4, d)) + 3.0, 0.1 * rng.standard_normal((7, d)) - 1.0
+    qc, kc = (q - q.mean(-1, keepdims=True), k - k.mean(-1, keepdims=True)) if not rms else (q, k)
+    cos = (qc @ kc.T) / np.outer(np.linalg.norm(qc, axis=-1), np.linalg.norm(kc, axis=-1))
+    raw = lib.qk_layer_norm_scores(q, k, rms=rms, scale=1.0, eps=1e-12)
+    np.testing.assert_allclose(raw, d * cos, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(lib.qk_layer_norm_scores(q, k, rms=rms, eps=1e-12), np.sqrt(d) * cos,
+                               rtol=1e-9, atol=1e-9)
+
+
+def test_qk_layer_norm_scores_keep_the_dk_growth():
+    # Isotropic random q, k: the unscaled spread grows like √d_k, the scaled one stays 1 (E[cos²] = 1/d).
+    rng = np.random.default_rng(2)
+    for d in (16, 256):
+        q, k = rng.standard_normal((20000, d)), rng.standard_normal((1, d))
+        s = lib.qk_layer_norm_scores(q, k, rms=True)[:, 0]
+        assert abs(np.mean(s * s) - 1) < 0.05
+        raw = lib.qk_layer_norm_scores(q, k, rms=True, scale=1.0)[:, 0]
+        assert abs(np.mean(raw * raw) / d - 1) < 0.05
+
+
+def test_qk_layer_norm_scores_torch_and_gradients():
+    g = torch.Generator().manual_seed(1)
+    q, k = torch.randn(3, 8, generator=g, dtype=torch.float64), torch.randn(5, 8, generator=g, dtype=torch.float64)
+    w_q = torch.nn.Parameter(torch.ones(8, dtype=torch.float64))
+    w_k = torch.nn.Parameter(torch.full((8,), 0.5, dtype=torch.float64))
+    s = lib.qk_layer_norm_scores(q, k, rms=True, weight_q=w_q, weight_k=w_k)
+    ref = lib.qk_layer_norm_scores(q.numpy(), k.numpy(), rms=True, weight_q=np.ones(8), weight_k=np.full(8, 0.5))
+    np.testing.assert_allclose(s.detach().numpy(), ref, rtol=1e-12)
+    s.sum().backward()
+    assert w_q.grad is not None and w_k.grad is not None and torch.all(torch.isfinite(w_q.grad))
+    # d/dw_q of Σ scale·(n_q ⊙ w_q)·(n_k ⊙ w_k) = scale · Σ_rows n_q ⊙ Σ_rows (n_k ⊙ w_k)
+    n_q, n_k = F.rms_norm(q, (8,), eps=1e-6), F.rms_norm(k, (8,), eps=1e-6)
+    expected = n_q.sum(0) * (n_k * 0.5).sum(0) / math.sqrt(8)
+    torch.testing.assert_close(w_q.grad, expected)
+
+
+def test_qk_layer_norm_scores_rejects_bad_input():
+    with pytest.raises(ValueError, match="d_k differs"):
+        lib.qk_layer_norm_scores(np.ones((2, 3)), np.ones((2, 4)))
+    with pytest.raises(ValueError, match="weight_q"):
+        lib.qk_layer_norm_scores(np.ones((2, 3)), np.ones((2, 3)), weight_q=np.ones(4))
+    for bad in (0.0, -1.0, float("inf")):
+        with pytest.raises(ValueError, match="scale"):
+            lib.qk_layer_norm_scores(np.ones((2, 3)), np.ones((2, 3)), scale=bad)
+    with pytest.raises(ValueError, match="eps"):
+        lib.qk_layer_norm_scores(np.ones((2, 3)), np.ones((2, 3)), eps=0.0)
+    with pytest.raises(TypeError, match="mixed"):
+        lib.qk_layer_norm_scores(np.ones((2, 3)), torch.ones(2, 3))
 
 
 def test_mup_scale_values():
