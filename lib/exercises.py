@@ -117,7 +117,7 @@ def check_attention_function(fn, *, expected=None, backend: str = "numpy", batch
     """
     from .scale_probe import infer_scale  # noqa: PLC0415 - lib.scale_probe imports lib.i18n only
 
-    name = tr("your attention function")
+    name = tr("Your attention function")
     if fn is None or fn is ...:
         return Verdict(False, tr("{name}: not defined yet; write it and run the cell again.",
                                  name=name), "missing")

@@ -117,13 +117,13 @@ def _measure(attn, d_k, d_v, S, x, batch_dims, backend):
         out = _call(attn, arrays, backend)
         want = (*batch_dims, S, d_v)
         if out.shape != want:
-            raise ValueError(tr("the output has shape {got}; for q {q}, k {k}, v {v} it should be {want}",
+            raise ValueError(tr("The output has shape {got}; for q {q}, k {k}, v {v} it should be {want}",
                                 got=tuple(out.shape), q=arrays[0].shape, k=arrays[1].shape,
                                 v=arrays[2].shape, want=want))
         row = out.reshape(-1, S, d_v)[0, -1]  # the last query sees every key, also under a causal mask
         total, w0 = float(row[1]), float(row[0])
         if not (math.isfinite(total) and math.isfinite(w0)) or total == 0:
-            raise ValueError(tr("the output is not finite or its weights sum to 0"))
+            raise ValueError(tr("The output is not finite or its weights sum to 0"))
         w0 = w0 / total  # the softmax weight of key 0, whatever multiplies the weights afterwards
         if 1e-9 < w0 < 1 - 1e-9 or x < 1e-6:
             break
@@ -185,7 +185,7 @@ def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = Non
             x = 1.0 / float(exp_fn(dk))  # expected scale · x = 1: a softmax far from saturation
             scales[name], sums[name] = _measure(attn, dk, dv, S, x, batch_dims, backend)
     except Exception as exc:  # noqa: BLE001 - any failure of the probed function becomes a verdict
-        msg = tr("the function failed on the probe inputs ({kind}: {err})", kind=type(exc).__name__, err=exc)
+        msg = tr("The function failed on the probe inputs ({kind}: {err})", kind=type(exc).__name__, err=exc)
         return ScaleReport("error", float("nan"), exp_base, "other", float("nan"), float("nan"),
                            BASE_D_K, msg, scales)
     tau, total = scales["base"], sums["base"]
@@ -195,31 +195,31 @@ def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = Non
     fields = dict(tau=tau, d=BASE_D_K, exp=exp_base, law=law, p=p_dk, total=total)
     if abs(total - 1) > rtol:
         verdict = "after_softmax"
-        msg = tr("the weights of a query sum to {total:.4g}, not 1: something multiplies the weights after "
+        msg = tr("The weights of a query sum to {total:.4g}, not 1: something multiplies the weights after "
                  "the softmax (a scale applied after it?). Inside the softmax the scale is {tau:.4g}.", **fields)
     elif _differ(tau, scales["wide d_v"], rtol):
         verdict = "value_width"
-        msg = tr("the scale changes with the value width d_v ({a:.4g} at d_v = {da}, {b:.4g} at d_v = {db}): "
+        msg = tr("The scale changes with the value width d_v ({a:.4g} at d_v = {da}, {b:.4g} at d_v = {db}): "
                  "it must come from the key width d_k.", a=tau, da=BASE_D_V, b=scales["wide d_v"], db=WIDE_D_V)
     elif _differ(tau, scales["long"], rtol):
         verdict = "sequence_length"
-        msg = tr("the scale changes with the sequence length ({a:.4g} at L = {la}, {b:.4g} at L = {lb}): "
+        msg = tr("The scale changes with the sequence length ({a:.4g} at L = {la}, {b:.4g} at L = {lb}): "
                  "it must come from the key width d_k.", a=tau, la=BASE_S, b=scales["long"], lb=LONG_S)
     elif matches:
         verdict = "ok"
-        msg = tr("scale {tau:.4g} at d_k = {d} ({law}), as expected.", **fields)
+        msg = tr("Scale {tau:.4g} at d_k = {d} ({law}), as expected.", **fields)
     else:
         verdict = {"1/d_k": "double", "2/d_k": "precedence", "1/(2d_k)": "precedence", "1": "missing",
                    "1/sqrt(d_k)": "default"}.get(law, "custom")
         msg = {
-            "double": tr("scale {tau:.4g} at d_k = {d}, that is 1/d_k: 1/√d_k applied twice? (expected {exp:.4g})",
+            "double": tr("Scale {tau:.4g} at d_k = {d}, that is 1/d_k: 1/√d_k applied twice? (expected {exp:.4g})",
                          **fields),
-            "precedence": tr("scale {tau:.4g} at d_k = {d}, that is {law}: `d ** 1 / 2` is (d ** 1) / 2, "
+            "precedence": tr("Scale {tau:.4g} at d_k = {d}, that is {law}: `d ** 1 / 2` is (d ** 1) / 2, "
                              "not the square root (write d ** 0.5). Expected {exp:.4g}.", **fields),
-            "missing": tr("scale 1 at every d_k: no scale is applied (expected {exp:.4g} at d_k = {d}).", **fields),
-            "default": tr("scale {tau:.4g} at d_k = {d}, the default 1/√d_k, where {exp:.4g} was expected: "
+            "missing": tr("Scale 1 at every d_k: no scale is applied (expected {exp:.4g} at d_k = {d}).", **fields),
+            "default": tr("Scale {tau:.4g} at d_k = {d}, the default 1/√d_k, where {exp:.4g} was expected: "
                           "a custom scale was replaced by the default?", **fields),
-            "custom": tr("scale {tau:.4g} at d_k = {d} (it changes like d_k^{p:.2f}); expected {exp:.4g}.",
+            "custom": tr("Scale {tau:.4g} at d_k = {d} (it changes like d_k^{p:.2f}); expected {exp:.4g}.",
                          **fields),
         }[verdict]
     return ScaleReport(verdict, tau, exp_base, law, p_dk, total, BASE_D_K, msg, dict(scales))
