@@ -10,15 +10,18 @@ Algorithm 2 in their Appendix B; the online softmax of Milakov and Gimelshein 20
 - ``acc``: the sum of ``exp(score - m) · v`` so far, (..., L, d_v).
 
 When a block raises the maximum from ``m`` to ``m_new``, the old sums are rescaled by
-``exp(m - m_new)``.  The scale ``1/√d_k`` is applied to the scores *before* the running maximum
-(the shift must be the maximum of the numbers that are exponentiated; shifting scaled scores by
-an unscaled maximum can underflow a whole row).  At the end ``out = acc / l``.
+``exp(m - m_new)``.  By default the scale ``1/√d_k`` is applied to the scores *before* the running
+maximum (the shift must be the maximum of the numbers that are exponentiated; shifting scaled scores
+by an unscaled maximum can underflow a whole row).  At the end ``out = acc / l``.
 
 ``exp2=True`` computes the same result the way FlashAttention-2's CUDA kernel does (chapter 10):
 ``m`` is then the running maximum of the *raw* scores q·k, and every exponential is
 ``2 ** (s · c - m · c)`` with ``c = scale · log2(e)``, one multiply-add per score.  That is exact
 because ``e**x = 2**(x · log2 e)`` and, for a positive scale, ``max(scale · s) = scale · max(s)``;
 it needs ``scale > 0``.  :func:`softmax_exp2` is the same idea for one softmax.
+
+float16/bfloat16 tensors: each block's scores, the running statistics and the accumulator are kept in
+float32 (as FlashAttention does), so q·k cannot overflow float16's 65504 (chapter 10).
 
 The extra memory is one (L, block_size) block of scores plus the (L, d_v) accumulator: it grows
 with L, not with L·S.  NumPy in, NumPy out; torch in, torch out (autograd works, but it keeps
