@@ -22,6 +22,7 @@ median over the rounds of (time of a / time of b) within a round: the two ran cl
 slow spell of the machine cancels, and the median drops the rounds that a burst of other work hit.
 The ratio of the best times is printed beside it; on a quiet machine the two agree.  Then
 tracemalloc measures the peak memory of the plain and the blockwise NumPy paths, up to L = 16384.
+The timing loop and the memory probe are lib.timing's, the same ones chapter 9 uses.
 
 Usage: python benchmarks/bench.py [--quick] [--lengths 128 512 ...] [--budget SECONDS]
 Chapter 09 explains the numbers.
@@ -34,13 +35,13 @@ import os
 import platform
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 import lib  # noqa: E402
+from lib.timing import peak_bytes, time_interleaved  # noqa: E402  (shared with chapter 9)
 
 D_K = 64
 # batch × heads per length: 4 × 8 heads up to L = 512, then fewer so each L does similar work
@@ -119,30 +120,6 @@ def candidates(L: int, torch):
     return fns, (B, H), flops
 
 
-def time_interleaved(fns: dict, *, min_rounds: int, max_rounds: int, budget_s: float):
-    """Run every candidate once per round, in a fresh random order; stop after the budget.
-
-    A rotating order would leave each candidate always right after the same neighbour, whose
-    lingering worker threads can slow it the same way every round; a seeded shuffle does not.
-    """
-    names = list(fns)
-    for f in fns.values():  # warm up (allocator, thread pool, first-call costs)
-        f()
-    times = {n: [] for n in names}
-    t_start = time.perf_counter()
-    r = 0
-    order_rng = np.random.default_rng(0)
-    while r < max_rounds and (r < min_rounds or time.perf_counter() - t_start < budget_s):
-        order = [names[i] for i in order_rng.permutation(len(names))]
-        for n in order:
-            time.sleep(0.02)  # let the other library's worker threads stop spinning (OpenMP, OpenBLAS)
-            t0 = time.perf_counter()
-            fns[n]()
-            times[n].append(time.perf_counter() - t0)
-        r += 1
-    return {n: np.array(t) for n, t in times.items()}
-
-
 def ratio(times, a, b):
     """(median of the per-round ratios, ratio of the best times)."""
     return float(np.median(times[a] / times[b])), float(times[a].min() / times[b].min())
@@ -168,17 +145,6 @@ def run_timings(lengths, budget_per_length, torch, *, min_rounds=5, max_rounds=6
             med, best = ratio(times, a, b)
             print(f"  {label:<38}{med:>8.3f}{best:>7.3f}")
     return results
-
-
-def peak_bytes(fn) -> int:
-    """Peak memory traced while fn runs (NumPy reports its buffers to tracemalloc)."""
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def run_memory(lengths_plain, lengths_block, block_size=lib.blockwise.DEFAULT_BLOCK_SIZE):

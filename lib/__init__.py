@@ -9,7 +9,9 @@ Layout (one module per idea; each lists its public names in ``__all__``):
 - ``simulate``   Monte Carlo of dot products and exam scores (ch. 02, 03, 06)
 - ``saturation`` softmax saturation helpers (ch. 05)
 - ``modern``     what current models do instead of a fixed 1/√d_k (ch. 07)
-- ``blockwise``  memory-efficient attention with the online softmax (ch. 09)
+- ``blockwise``  memory-efficient attention with the online softmax, and its exp2 form (ch. 09, 10)
+- ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (ch. 10)
+- ``timing``     interleaved timing and peak memory, for chapter 9 and ``benchmarks/`` (import it)
 - ``selfcheck``  verdicts for exercise answers (every chapter)
 - ``exercises``  one self-check per exercise whose answer must not appear in the notebook
 - ``i18n``       ``tr``: figure labels and verdicts in the book's language, from the page catalogs
@@ -22,6 +24,7 @@ that ``import lib`` works where torch is not installed (tests/test_no_torch.py).
 from __future__ import annotations
 
 from . import attention, blockwise, exercises, i18n, metrics, modern, saturation, selfcheck, simulate
+from . import scale_probe, timing
 from .attention import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
 from .exercises import *  # noqa: F401,F403
@@ -29,6 +32,7 @@ from .i18n import language, set_language, tr  # noqa: F401
 from .metrics import *  # noqa: F401,F403
 from .modern import *  # noqa: F401,F403
 from .saturation import *  # noqa: F401,F403
+from .scale_probe import *  # noqa: F401,F403
 from .selfcheck import *  # noqa: F401,F403
 from .simulate import *  # noqa: F401,F403
 
@@ -50,6 +54,7 @@ __all__ = [
     *metrics.__all__,
     *modern.__all__,
     *saturation.__all__,
+    *scale_probe.__all__,
     *selfcheck.__all__,
     *simulate.__all__,
     *_LAZY,

@@ -260,3 +260,94 @@ def test_plain_numpy_path_on_both_sides_of_the_no_shift_bound(rng, q_scale, v_sc
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5 * v_scale)
         np.testing.assert_allclose(lib.blockwise_attention(q, k, v, m, block_size=5), ref, rtol=1e-4,
                                    atol=1e-5 * v_scale)
+
+
+# --- the exp2 form (chapter 10): the raw maximum, scale·log2(e) folded into exp2 ---------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("case", CASES[:3])
+def test_exp2_form_equals_the_plain_path(rng, dtype, kind, case):
+    batch, L, S, block = case
+    q, k, v = _make(rng, batch, L, S, 16, 5, dtype)
+    mask = _mask(rng, kind, batch, L, S, dtype)
+    causal = kind == "causal"
+    for scale in (None, 0.05, 3.0):  # default 1/√16, a small and a large scale
+        out = lib.blockwise_attention(q, k, v, mask, is_causal=causal, block_size=block, scale=scale, exp2=True)
+        plain = lib.scaled_dot_product_attention(q, k, v, mask, is_causal=causal, scale=scale)
+        assert out.dtype == dtype
+        # equal to float rounding: an exponent of size |x| carries a rounding error of about eps·|x|
+        # in either order of operations, so the tolerance grows with the largest scaled score
+        tau = 0.25 if scale is None else scale
+        big = float(np.abs(q @ k.swapaxes(-1, -2)).max()) * tau * np.log2(np.e)
+        tol = max(CLOSE[dtype]["rtol"], 8 * np.finfo(dtype).eps * big)
+        np.testing.assert_allclose(out, plain, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["none", "causal", "bool", "additive-broadcast"])
+def test_torch_exp2_form_equals_sdpa(rng, dtype, kind):
+    batch, L, S, block = (2,), 23, 31, 5
+    q, k, v = _make(rng, batch, L, S, 16, 8, dtype)
+    mask = _mask(rng, kind, batch, L, S, dtype)
+    t = [torch.from_numpy(a) for a in (q, k, v)]
+    tm = None if mask is None else torch.from_numpy(mask)
+    out = lib.blockwise_attention(*t, tm, is_causal=kind == "causal", block_size=block, exp2=True)
+    ref = F.scaled_dot_product_attention(*t, attn_mask=tm, is_causal=kind == "causal")
+    torch.testing.assert_close(out, ref, **TOL[dtype])
+
+
+def test_exp2_form_keeps_the_raw_maximum_large_scores_stay_finite(rng):
+    # raw scores around 1e4 with a scale of 1e-3: the running max is of raw scores, exp2 never overflows
+    q, k, v = _make(rng, (), 8, 40, 16, 3, np.float64)
+    q *= 3000.0
+    out = lib.blockwise_attention(q, k, v, block_size=6, scale=1e-3, exp2=True)
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, lib.scaled_dot_product_attention(q, k, v, scale=1e-3), rtol=1e-10, atol=1e-12)
+
+
+def test_exp2_gradients_match_sdpa():
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 11, 8, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    up = torch.randn(2, 11, 8, generator=g, dtype=torch.float64)
+    mine = input_grads(lambda: lib.blockwise_attention(q, k, v, block_size=4, exp2=True, is_causal=True), (q, k, v), up)
+    ref = input_grads(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), up)
+    for a, b in zip(mine, ref):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+
+
+def test_exp2_form_needs_a_positive_scale():
+    q, k, v = np.ones((3, 4)), np.ones((5, 4)), np.ones((5, 2))
+    for bad in (0.0, -0.5):
+        with pytest.raises(ValueError, match="positive scale"):
+            lib.blockwise_attention(q, k, v, scale=bad, exp2=True)
+        with pytest.raises(ValueError, match="positive scale"):
+            lib.softmax_exp2(np.ones(3), bad)
+    with pytest.raises(TypeError, match="exp2 must be True or False"):
+        lib.blockwise_attention(q, k, v, exp2="yes")
+    # the plain form accepts any scale, negative included
+    assert np.all(np.isfinite(lib.blockwise_attention(q, k, v, scale=-0.5)))
+
+
+def test_half_precision_scores_are_accumulated_in_float32():
+    # q·k = 32·32·128 = 131072 overflows float16 (65504) if the product is rounded to float16;
+    # lib's torch path keeps each block's scores in float32, as FlashAttention does
+    q = torch.full((2, 128), 32.0, dtype=torch.float16)
+    v = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float16)
+    assert torch.isinf(q @ q.T).all()  # the naive float16 product overflows
+    for exp2 in (False, True):
+        out = lib.blockwise_attention(q, q, v, exp2=exp2)
+        assert out.dtype == torch.float16 and torch.isfinite(out).all()
+        torch.testing.assert_close(out.float(), torch.full((2, 2), 0.5))
+
+
+@pytest.mark.parametrize("scale", [0.125, 1.0, 7.0])
+def test_softmax_exp2_equals_softmax(rng, scale):
+    x = rng.standard_normal((4, 9)) * 30
+    x[1, 3] = -np.inf
+    x[2] = -np.inf  # a fully masked row gives zeros
+    np.testing.assert_allclose(lib.softmax_exp2(x, scale), lib.softmax(x * scale), rtol=1e-13, atol=1e-15)
+    t = torch.from_numpy(x)
+    torch.testing.assert_close(lib.softmax_exp2(t, scale), lib.softmax(t * scale), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(lib.softmax_exp2(x.astype(np.float32), scale), lib.softmax(x * scale), rtol=2e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(lib.softmax_exp2(np.arange(4), scale), lib.softmax(np.arange(4.0) * scale))

@@ -1,0 +1,129 @@
+"""lib.infer_scale: the scale an attention function applies, measured by probing it (chapter 10).
+
+Every implementation below is written independently of lib (NumPy softmax or PyTorch), in the style
+of real code; the probe must name each one's mistake and pass the correct ones.
+"""
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lib
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def kt(k):
+    return k.swapaxes(-1, -2)
+
+
+NUMPY_CASES = {  # name: (function, verdict, scale measured at d_k = 16)
+    "correct": (lambda q, k, v: softmax(q @ kt(k) / math.sqrt(q.shape[-1])) @ v, "ok", 0.25),
+    "power -0.5": (lambda q, k, v: softmax(q @ kt(k) * q.shape[-1] ** -0.5) @ v, "ok", 0.25),
+    "split d^-1/4": (lambda q, k, v: softmax((q * q.shape[-1] ** -0.25) @ kt(k * k.shape[-1] ** -0.25)) @ v,
+                     "ok", 0.25),
+    "scale q first": (lambda q, k, v: softmax((q / math.sqrt(q.shape[-1])) @ kt(k)) @ v, "ok", 0.25),
+    "after softmax": (lambda q, k, v: softmax(q @ kt(k)) / math.sqrt(q.shape[-1]) @ v, "after_softmax", 1.0),
+    "twice": (lambda q, k, v: softmax((q / math.sqrt(q.shape[-1])) @ kt(k) / math.sqrt(q.shape[-1])) @ v,
+              "double", 1 / 16),
+    "d ** 1 / 2 divisor": (lambda q, k, v: softmax(q @ kt(k) / (q.shape[-1] ** 1 / 2)) @ v, "precedence", 2 / 16),
+    "d ** 1 / 2 inline": (lambda q, k, v: softmax(q @ kt(k) / q.shape[-1] ** 1 / 2) @ v, "precedence", 1 / 32),
+    "value width": (lambda q, k, v: softmax(q @ kt(k) / math.sqrt(v.shape[-1])) @ v, "value_width", 0.5),
+    "sequence length": (lambda q, k, v: softmax(q @ kt(k) / math.sqrt(q.shape[-2])) @ v, "sequence_length",
+                        1 / math.sqrt(6)),
+    "missing": (lambda q, k, v: softmax(q @ kt(k)) @ v, "missing", 1.0),
+    "constant 1/8": (lambda q, k, v: softmax(q @ kt(k) / 8) @ v, "custom", 0.125),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMPY_CASES))
+def test_numpy_implementations(name):
+    fn, verdict, tau = NUMPY_CASES[name]
+    report = lib.infer_scale(fn)
+    assert report.verdict == verdict, report.message
+    assert report.scale == pytest.approx(tau, rel=1e-6)
+    assert bool(report) == (verdict == "ok") and str(report).startswith("✅" if verdict == "ok" else "❌")
+    if verdict == "after_softmax":
+        assert report.weight_sum == pytest.approx(0.25)  # the weights were divided by √16
+
+
+def test_scale_after_softmax_is_reported_whatever_the_inside_scale():
+    fn = lambda q, k, v: softmax(q @ kt(k) / math.sqrt(q.shape[-1])) * 2.0 @ v  # noqa: E731
+    report = lib.infer_scale(fn)
+    assert report.verdict == "after_softmax" and report.scale == pytest.approx(0.25)
+    assert report.weight_sum == pytest.approx(2.0)
+
+
+TORCH_CASES = {
+    "sdpa default": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), "ok", 0.25),
+    "sdpa causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), "ok", 0.25),
+    "q pre-scaled and default": (lambda q, k, v: F.scaled_dot_product_attention(q / math.sqrt(q.size(-1)), k, v),
+                                 "double", 1 / 16),
+    "q pre-scaled, scale=1": (lambda q, k, v: F.scaled_dot_product_attention(q / math.sqrt(q.size(-1)), k, v,
+                                                                              scale=1.0), "ok", 0.25),
+    "explicit math": (lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), -1) @ v,
+                      "ok", 0.25),
+    "size(1) of (B, h, L, d)": (lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(1)), -1)
+                                @ v, "missing", 1.0),
+    "size(2) of (B, h, L, d)": (lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(2)), -1)
+                                @ v, "sequence_length", 1 / math.sqrt(6)),
+    "lib torch path": (lambda q, k, v: lib.scaled_dot_product_attention(q, k, v), "ok", 0.25),
+    "lib blockwise exp2": (lambda q, k, v: lib.blockwise_attention(q, k, v, block_size=2, exp2=True), "ok", 0.25),
+    "returns (out, weights)": (lambda q, k, v: lib.scaled_dot_product_attention(q, k, v, return_weights=True),
+                               "ok", 0.25),
+}
+
+
+@pytest.mark.parametrize("name", list(TORCH_CASES))
+def test_torch_implementations_with_batch_and_head_axes(name):
+    fn, verdict, tau = TORCH_CASES[name]
+    report = lib.infer_scale(fn, backend="torch", batch_dims=(1, 1))
+    assert report.verdict == verdict, report.message
+    assert report.scale == pytest.approx(tau, rel=1e-6)
+
+
+def test_expected_custom_scale():
+    mup = lambda d: 1 / d  # noqa: E731
+    right = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=1 / q.size(-1))  # noqa: E731
+    default = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    assert lib.infer_scale(right, backend="torch", expected=mup).ok
+    report = lib.infer_scale(default, backend="torch", expected=mup)
+    assert report.verdict == "default" and report.scale == pytest.approx(0.25) and report.expected == 1 / 16
+    assert lib.infer_scale(lambda q, k, v: softmax(q @ kt(k)) @ v, expected=lambda d: 1.0).ok  # T5: scale 1
+
+
+def test_large_and_negative_scales_are_measured():
+    big = lib.infer_scale(lambda q, k, v: softmax(q @ kt(k) * 40.0) @ v)  # saturates at the first probe
+    assert big.verdict == "custom" and big.scale == pytest.approx(40.0, rel=1e-6)
+    neg = lib.infer_scale(lambda q, k, v: softmax(-(q @ kt(k)) / 4) @ v)
+    assert neg.verdict == "custom" and neg.scale == pytest.approx(-0.25, rel=1e-6)
+
+
+def test_half_precision_code_with_a_looser_tolerance():
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q.half(), k.half(), v.half())  # noqa: E731
+    assert lib.infer_scale(fn, backend="torch", rtol=0.02).ok
+    assert lib.infer_scale(lambda q, k, v: softmax(q @ kt(k) / math.sqrt(q.shape[-1])) @ v, rtol=0.02).ok
+
+
+def test_failing_functions_give_a_verdict_not_an_exception():
+    for fn in (lambda q, k, v: 1 / 0, lambda q, k, v: q @ kt(k), lambda q, k, v: np.full(v.shape, np.nan)):
+        report = lib.infer_scale(fn)
+        assert report.verdict == "error" and not report and "failed" in report.message
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="function"):
+        lib.infer_scale(3)
+    with pytest.raises(ValueError, match="backend"):
+        lib.infer_scale(lambda q, k, v: v, backend="jax")
+    with pytest.raises(ValueError, match="batch_dims"):
+        lib.infer_scale(lambda q, k, v: v, batch_dims=[1])
+    with pytest.raises(ValueError, match="positive"):
+        lib.infer_scale(lambda q, k, v: v, expected=lambda d: 0.0)
+    with pytest.raises(ValueError, match="rtol"):
+        lib.infer_scale(lambda q, k, v: v, rtol=0.5)
