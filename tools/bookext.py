@@ -12,7 +12,8 @@ myst-nb 1.4, sphinx-exercise 1.2, Sphinx 7.4), found by trying the translation o
    the subtitle node without a source line, which Sphinx takes for a built-in message. We give it the
    line of its exercise, so the title is extracted and translated like any heading.
 3. Project message catalogs for extensions' own words (``locales/<lang>/LC_MESSAGES/exercise.po``:
-   "演習", not sphinx-exercise's "練習"), loaded before the extensions' own catalogs.
+   "演習", not sphinx-exercise's "練習"), loaded before the extensions' own catalogs; and solution
+   titles that repeat their exercise's title as translated, not as first read.
 4. The language switch: every page gets ``other_language_url`` and ``other_language_label`` for the
    template ``tools/templates/language-switch.html`` (a link to the same page in the other edition).
 """
@@ -25,6 +26,7 @@ from types import SimpleNamespace
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -128,9 +130,36 @@ def _myst(node) -> str:
 # 3. Project catalogs for extensions' own words --------------------------------------------------------
 
 def _project_catalogs(app: Sphinx):
+    """Load ``locales/<lang>/LC_MESSAGES/{exercise,proof}.po`` ahead of the extensions' own catalogs
+    (this extension is listed before them, and the first catalog loaded for a domain wins)."""
+    import polib
+
     locale_dir = ROOT / "locales"
     for catalog in ("exercise", "proof"):
+        for po in locale_dir.glob(f"*/LC_MESSAGES/{catalog}.po"):
+            mo = po.with_suffix(".mo")
+            if not mo.exists() or mo.stat().st_mtime < po.stat().st_mtime:
+                polib.pofile(str(po)).save_as_mofile(str(mo))
         app.add_message_catalog(catalog, str(locale_dir))
+
+
+class SolutionTitlesFromTranslatedExercises(SphinxPostTransform):
+    """sphinx-exercise builds a solution's title from the exercise node it registered while reading,
+    before the translation replaced the exercise's title. Point the registry at this document's
+    (translated) exercise, copied before sphinx-exercise's own title post-transform (priority 20)."""
+
+    default_priority = 19
+
+    def run(self, **kwargs):
+        from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node
+
+        registry = getattr(self.env, "sphinx_exercise_registry", None)
+        if not registry:
+            return
+        for node in self.document.findall(lambda n: isinstance(n, (exercise_node, exercise_enumerable_node))):
+            label = node.get("label")
+            if label in registry:
+                registry[label]["node"] = node.deepcopy()
 
 
 # 4. The language switch -------------------------------------------------------------------------------
@@ -153,5 +182,6 @@ def setup(app: Sphinx):
     _keep_exercise_titles_for_gettext()
     _project_catalogs(app)
     app.add_transform(ExerciseTitlesTranslatable)
+    app.add_post_transform(SolutionTitlesFromTranslatedExercises)
     app.connect("html-page-context", _language_switch)
     return {"parallel_read_safe": False, "parallel_write_safe": True, "version": "1"}

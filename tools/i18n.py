@@ -1,0 +1,262 @@
+"""The translation workflow: refresh the catalogs from the English, and check them.
+
+    python tools/i18n.py update        refresh locales/<lang>/LC_MESSAGES/**/*.po from the English
+                                       (``make translations``): new paragraphs appear untranslated,
+                                       changed ones become fuzzy (the build shows the English until
+                                       someone retranslates them and removes the fuzzy flag)
+    python tools/i18n.py check         the checker run by ``make test`` (see below); prints the
+                                       progress of every page
+    python tools/i18n.py todo PAGE     the untranslated and fuzzy messages of one page, e.g.
+                                       ``todo book/05_softmax_saturation`` (or ``lib``)
+
+One catalog per page (``book/01_formula.po`` ...), plus ``lib.po`` for the messages lib shows (self-check
+verdicts), plus hand-written catalogs for the extensions' own words (``exercise.po``, ``proof.po``,
+``sphinx.po``). A page's catalog holds its prose (extracted by Sphinx's gettext builder) and the strings
+its code shows in figures and widgets (every ``tr("...")`` of its code cells, marked ``#. code``).
+
+The checker fails on:
+- a catalog older than the English (a message of the English missing from it, or a message it still
+  translates that the English no longer has): run ``make translations``;
+- a fuzzy entry (an English edit that is not retranslated yet);
+- a translation that drops or alters math (``$...$``, ``$$...$$``), a glue key and its format, a
+  reference target (``{ref}``, ``{numref}``, ``{doc}``, ``{eq}``, ``{term}``, ``{cite}``, ``{prf:ref}``),
+  inline code, a link target, or a ``{field}`` of a code message;
+- unparsed emphasis: ``**`` or ``*`` left as literal characters when the translation is rendered
+  (CommonMark does not close ``**...。**`` before a letter: put the 。 outside, or add a space);
+- a page declared finished in ``locales/<lang>/status.yml`` that is below 100 %.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import polib
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))
+POT = ROOT / "_build" / "gettext"
+LOCALES = ROOT / "locales"
+LANGS = ("ja",)
+HAND_WRITTEN = {"exercise", "proof", "sphinx"}
+CODE_FLAG = "code"
+
+
+# --- extraction of the strings code shows ---------------------------------------------------------------
+
+def tr_calls(source: str) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) \
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "tr":
+            out.append(node.args[0].value)
+    return out
+
+
+def code_messages_by_catalog() -> dict[str, list[str]]:
+    """``{"book/01_formula": [...], "lib": [...]}``: every ``tr("...")`` message, in source order."""
+    out: dict[str, list[str]] = {}
+    for nb in sorted((ROOT / "book").glob("*.ipynb")):
+        msgs = []
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                src = "\n".join(line for line in "".join(cell["source"]).splitlines()
+                                if not line.lstrip().startswith(("%", "!")))
+                msgs += tr_calls(src)
+        out[f"book/{nb.stem}"] = msgs
+    out["lib"] = [m for p in sorted((ROOT / "lib").glob("*.py")) for m in tr_calls(p.read_text(encoding="utf-8"))]
+    return out
+
+
+def add_code_messages() -> None:
+    """Append each catalog's code messages to its .pot (a separate lib.pot for lib)."""
+    for domain, msgs in code_messages_by_catalog().items():
+        path = POT / f"{domain}.pot"
+        pot = polib.pofile(str(path)) if path.is_file() else polib.POFile()
+        if not path.is_file():
+            pot.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+        known = {e.msgid for e in pot}
+        for m in dict.fromkeys(msgs):
+            if m in known:
+                continue
+            pot.append(polib.POEntry(msgid=m, msgstr="", comment=CODE_FLAG))
+            known.add(m)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pot.save(str(path))
+
+
+def update() -> int:
+    import build
+
+    status = build.build_gettext()
+    if status:
+        return status
+    add_code_messages()
+    for lang in LANGS:
+        subprocess.run([sys.executable, "-m", "sphinx_intl", "update", "-p", str(POT), "-d", str(LOCALES),
+                        "-l", lang, "-w", "0"], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        # sphinx-intl keeps messages the English no longer has as obsolete (#~) entries: drop them, so
+        # the catalogs hold exactly what the English says now
+        for po_path in (LOCALES / lang / "LC_MESSAGES").rglob("*.po"):
+            if po_path.stem in HAND_WRITTEN and po_path.parent.name == "LC_MESSAGES":
+                continue
+            po = polib.pofile(str(po_path), wrapwidth=0)
+            for e in [e for e in po if e.obsolete]:
+                po.remove(e)
+            po.save(str(po_path))
+    print(check(verbose=False))
+    return 0
+
+
+# --- the checker ---------------------------------------------------------------------------------------------
+
+ROLE = re.compile(r"\{([a-z:]+)\}`([^`]*)`")
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+?\$", re.S)
+CODE = re.compile(r"(?<![`}])`([^`\n]+)`")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+FIELD = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)(?:[:!][^{}]*)?\}(?!\})")
+TARGET_ROLES = {"ref", "numref", "doc", "eq", "term", "cite", "prf:ref", "cite:p", "cite:t"}
+
+
+def _targets(text: str) -> Counter:
+    out = Counter()
+    for role, content in ROLE.findall(text):
+        if role.startswith("glue"):
+            out[f"glue {role} {content}"] += 1
+        elif role in TARGET_ROLES:
+            m = re.search(r"<([^<>]+)>\s*$", content)
+            target = (m.group(1) if m else content).strip()
+            if role == "term":
+                target = target.lower()
+            if role.startswith("cite"):
+                for key in target.split(","):
+                    out[f"cite {key.strip()}"] += 1
+            else:
+                out[f"{role} {target}"] += 1
+        else:
+            out[f"role {role} {content}"] += 1
+    return out
+
+
+def _plain(text: str) -> str:
+    return CODE.sub("", MATH.sub("", ROLE.sub("", text)))
+
+
+def needs_translation(msgid: str) -> bool:
+    """False for a message with nothing to translate (only math, code, references, numbers)."""
+    return bool(re.search(r"[A-Za-z]{2,}", _plain(LINK.sub("]", msgid))))
+
+
+def problems(entry: polib.POEntry) -> list[str]:
+    src, dst = entry.msgid, entry.msgstr
+    out = []
+    if Counter(m.strip() for m in MATH.findall(src)) != Counter(m.strip() for m in MATH.findall(dst)):
+        out.append("math differs")
+    if _targets(src) != _targets(dst):
+        missing = _targets(src) - _targets(dst)
+        extra = _targets(dst) - _targets(src)
+        out.append(f"references differ (missing {sorted(missing)}, extra {sorted(extra)})")
+    if Counter(CODE.findall(ROLE.sub("", src))) != Counter(CODE.findall(ROLE.sub("", dst))):
+        out.append("inline code differs")
+    if Counter(LINK.findall(src)) != Counter(LINK.findall(dst)):
+        out.append("link targets differ")
+    if CODE_FLAG in (entry.comment or "").split() and set(FIELD.findall(src)) != set(FIELD.findall(dst)):
+        out.append("{fields} differ")
+    if _unparsed_emphasis(dst):
+        out.append("unparsed emphasis (** or * left in the rendered text)")
+    return out
+
+
+def _unparsed_emphasis(text: str) -> bool:
+    from markdown_it import MarkdownIt
+
+    body = CODE.sub("code", MATH.sub("math", ROLE.sub("role", text)))
+    html = MarkdownIt("commonmark").render(body)
+    return bool(re.search(r"\*\*|(?<![\w\\])\*(?=\S)", re.sub(r"<[^>]+>", "", html)))
+
+
+def _domain(po_path: Path, lang: str) -> str:
+    return po_path.relative_to(LOCALES / lang / "LC_MESSAGES").with_suffix("").as_posix()
+
+
+def check(verbose: bool = True) -> str:
+    """Run every check; return the progress table, raise SystemExit(1) on any failure."""
+    failures: list[str] = []
+    lines = []
+    for lang in LANGS:
+        status = yaml.safe_load((LOCALES / lang / "status.yml").read_text(encoding="utf-8")) or {}
+        finished = set(status.get("finished") or [])
+        pots = {p.relative_to(POT).with_suffix("").as_posix(): p for p in POT.rglob("*.pot")}
+        if not pots:
+            raise SystemExit("no English messages in _build/gettext: run `make translations` (or "
+                             "`python tools/build.py gettext`) first")
+        lines.append(f"{'page':32s} {'translated':>12s} {'fuzzy':>6s}  status   ({lang})")
+        for domain, pot_path in sorted(pots.items()):
+            po_path = LOCALES / lang / "LC_MESSAGES" / f"{domain}.po"
+            if not po_path.is_file():
+                failures.append(f"{lang}/{domain}: no catalog; run `make translations`")
+                continue
+            pot, po = polib.pofile(str(pot_path)), polib.pofile(str(po_path))
+            english = {e.msgid for e in pot if e.msgid}
+            active = [e for e in po if e.msgid and not e.obsolete]
+            have = {e.msgid for e in active}
+            if english - have or have - english:
+                failures.append(f"{lang}/{domain}: catalog older than the English ({len(english - have)} new, "
+                                f"{len(have - english)} gone); run `make translations`")
+            todo = [e for e in active if needs_translation(e.msgid)]
+            done = [e for e in todo if e.msgstr and not e.fuzzy]
+            fuzzy = [e for e in active if e.fuzzy]
+            for e in fuzzy:
+                failures.append(f"{lang}/{domain}: fuzzy (the English changed; retranslate and remove "
+                                f"the flag): {e.msgid[:70]!r}")
+            for e in active:
+                if e.msgstr and not e.fuzzy:
+                    for p in problems(e):
+                        failures.append(f"{lang}/{domain}: {p}: {e.msgid[:70]!r}")
+            pct = 100.0 * len(done) / len(todo) if todo else 100.0
+            state = "finished" if domain in finished else "draft"
+            if domain in finished and len(done) < len(todo):
+                failures.append(f"{lang}/{domain}: declared finished in status.yml but {pct:.0f} % translated")
+            lines.append(f"{domain:32s} {len(done):5d}/{len(todo):<5d} {len(fuzzy):6d}  {state} {pct:5.0f} %")
+        unknown = finished - set(pots)
+        if unknown:
+            failures.append(f"{lang}: status.yml names pages that do not exist: {sorted(unknown)}")
+    table = "\n".join(lines)
+    if verbose:
+        print(table)
+    if failures:
+        print("\n".join(failures), file=sys.stderr)
+        raise SystemExit(f"translation check: {len(failures)} problem(s)")
+    return table
+
+
+def todo(domain: str, lang: str = "ja") -> None:
+    po = polib.pofile(str(LOCALES / lang / "LC_MESSAGES" / f"{domain}.po"))
+    for e in po:
+        if e.msgid and not e.obsolete and needs_translation(e.msgid) and (e.fuzzy or not e.msgstr):
+            print(("[fuzzy] " if e.fuzzy else "") + e.msgid.replace("\n", "\\n"))
+            print()
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["update"]:
+        return update()
+    if argv == ["check"]:
+        check()
+        return 0
+    if len(argv) == 2 and argv[0] == "todo":
+        todo(argv[1])
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
