@@ -14,7 +14,7 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
-__all__ = ["setup", "glue", "smallest_text_px", "SCALED", "UNSCALED", "OVER", "THEORY", "label_panel",
+__all__ = ["setup", "glue", "smallest_text_px", "missing_glyphs", "SCALED", "UNSCALED", "OVER", "THEORY", "label_panel",
            "COLUMN_PX", "MIN_TEXT_PX", "DPI"]
 
 SCALED = "#1b7837"    # green: divided by √d_k
@@ -38,9 +38,13 @@ def setup():
     """Apply the book's matplotlib style (sizes tuned for the HTML page and for print)."""
     from .i18n import language
 
+    family = "sans-serif"
     if language() == "ja":
-        import matplotlib_fontja  # noqa: F401 - registers IPAexGothic and makes it the default family
+        import matplotlib_fontja  # noqa: F401 - registers the bundled IPAexGothic with matplotlib
+
+        family = "IPAexGothic"
     mpl.rcParams.update({
+        "font.family": family,
         "figure.dpi": DPI,
         "savefig.dpi": 150,
         "figure.figsize": (7.0, 3.6),
@@ -78,14 +82,29 @@ def smallest_text_px(fig):
     return float(t.get_fontsize() / 72 * fig.dpi * scale), t.get_text()
 
 
+def missing_glyphs(fig) -> list[str]:
+    """matplotlib's "Glyph ... missing from font(s)" warnings when ``fig`` is drawn: text that would show
+    as empty boxes (e.g. Japanese labels without a Japanese font)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.canvas.draw()
+    return sorted({str(w.message) for w in caught if "missing from font" in str(w.message)})
+
+
 def glue(name, fig, *, min_px=MIN_TEXT_PX):
     """Check that ``fig`` is legible in the HTML book, glue it as ``name`` (display=False), close it.
 
-    Raises ``ValueError`` naming the smallest text if it would show below ``min_px`` CSS pixels: make
-    the figure narrower (stack wide rows of panels into a grid) or its text larger.
+    Raises ``ValueError`` naming the smallest text if it would show below ``min_px`` CSS pixels (make the
+    figure narrower, stacking wide rows of panels into a grid, or its text larger), and if any of its
+    text has no glyph in the font (it would show as empty boxes).
     """
     from myst_nb import glue as _glue
 
+    missing = missing_glyphs(fig)
+    if missing:
+        raise ValueError(f"figure {name!r}: text the font cannot draw: {'; '.join(missing)}")
     px, text = smallest_text_px(fig)
     if px < min_px:
         raise ValueError(f"figure {name!r}: its smallest text, {text!r}, would show {px:.1f} px high in the "

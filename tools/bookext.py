@@ -16,6 +16,8 @@ myst-nb 1.4, sphinx-exercise 1.2, Sphinx 7.4), found by trying the translation o
    titles that repeat their exercise's title as translated, not as first read.
 4. The language switch: every page gets ``other_language_url`` and ``other_language_label`` for the
    template ``tools/templates/language-switch.html`` (a link to the same page in the other edition).
+5. At the end of an HTML build, the learner's and the trainer's notebook of every chapter
+   (``tools/learner.py``), from the resolved documents of that edition.
 """
 from __future__ import annotations
 
@@ -177,6 +179,20 @@ def _language_switch(app: Sphinx, pagename, templatename, context, doctree):
     context["other_language_url"] = f"{to_site_root}{other_prefix}{pagename}.html"
 
 
+# 5. Notebooks for learners and trainers -------------------------------------------------------------
+
+def _learner_notebooks(app: Sphinx, exception):
+    if exception is not None or app.builder.name != "html":
+        return
+    import learner
+
+    from sphinx.util import logging
+
+    written = learner.write_all(app)
+    logging.getLogger(__name__).info(f"[bookext] {len(written)} learner and trainer notebooks in "
+                                     f"_build/notebooks/{app.config.language or 'en'}/")
+
+
 def setup(app: Sphinx):
     _patch_myst_nb_parser()
     _keep_exercise_titles_for_gettext()
@@ -184,4 +200,5 @@ def setup(app: Sphinx):
     app.add_transform(ExerciseTitlesTranslatable)
     app.add_post_transform(SolutionTitlesFromTranslatedExercises)
     app.connect("html-page-context", _language_switch)
+    app.connect("build-finished", _learner_notebooks)
     return {"parallel_read_safe": False, "parallel_write_safe": True, "version": "1"}

@@ -1,0 +1,510 @@
+"""Notebooks for learners and trainers, written from the book as Sphinx resolved it.
+
+Called by ``tools/bookext.py`` at the end of every HTML build, for each chapter (``book/*.ipynb``) and in
+the edition's language. The resolved document already holds what the HTML page shows: glued numbers and
+figures, the numbers of figures, equations, exercises and theorems, references as text and, in the
+Japanese edition, the translated prose. Each chapter gives two notebooks, in
+``_build/notebooks/<lang>/``:
+
+- ``learner/NN_name.ipynb``: plain Jupyter Markdown that stock JupyterLab renders (numbers filled in,
+  figures embedded, admonitions as quotes, exercises and theorems numbered as in the book, solutions
+  folded in ``<details>``, code solutions as text inside them); every code cell of the chapter, in order,
+  with the set-up and the hidden checks folded (``jupyter.source_hidden``); no outputs; no cell that
+  only checks the book's own solution (tag ``solution-check``), so nothing in it computes an answer.
+  The HTML book's download button offers it (it replaces ``_sources/book/NN_name.ipynb``).
+- ``trainer/NN_name.ipynb``: the same with the outputs of the build's execution, and the code solutions
+  as runnable code cells after their folded text.
+
+In the Japanese edition both start with a folded cell ``lib.set_language("ja")``, so figures and
+self-check verdicts come out in Japanese wherever the notebook runs.
+
+Links between pages become plain text (the notebooks travel without the HTML book), links within the
+page become anchors (``#fig-ch02-exam``), links to the web stay links. A node this writer does not know
+is an error, so a new construct in a chapter cannot silently vanish from the learner's notebook.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import html as html_lib
+import re
+from pathlib import Path
+
+import nbformat
+from docutils import nodes
+from sphinx import addnodes
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+BANNER = {
+    "en": ("*{kind} notebook of the course book **Why attention divides by √d_k**, generated from the "
+           "book: run the cells from the top. {extra}*"),
+    "ja": ("*コースブック「**なぜアテンションは √d_k で割るのか**」から生成した{kind}ノートブックです。"
+           "上のセルから順に実行してください。{extra}*"),
+}
+KIND = {"en": {"learner": "Learner's", "trainer": "Trainer's"},
+        "ja": {"learner": "学習者用", "trainer": "講師用"}}
+EXTRA = {
+    "en": {"learner": "Solutions are folded under each exercise; folded code cells are the book's set-up "
+                      "and checks.",
+           "trainer": "Outputs are those of the book's build; code solutions follow their folded text."},
+    "ja": {"learner": "解答は各演習の下に折りたたんであります。折りたたまれたコードセルは本の準備とチェックです。",
+           "trainer": "出力は本のビルド時のものです。コードの解答は折りたたまれた解説の後にあります。"},
+}
+
+
+class UnknownNode(Exception):
+    pass
+
+
+class Writer:
+    """Markdown for the nodes of one resolved document."""
+
+    def __init__(self, app, docname, doctree):
+        self.app, self.docname, self.doctree = app, docname, doctree
+        self.env = app.env
+        self.numbers = self.env.toc_fignumbers.get(docname, {})
+        self.ids_here = {i for n in doctree.findall(nodes.Element) for i in n.get("ids", [])}
+
+    # -- numbers -------------------------------------------------------------------------------------
+    def number(self, figtype, node) -> str:
+        for i in node.get("ids", []):
+            if i in self.numbers.get(figtype, {}):
+                return ".".join(map(str, self.numbers[figtype][i]))
+        return ""
+
+    def fmt(self, figtype, number) -> str:
+        return self.app.config.numfig_format.get(figtype, figtype + " %s") % number
+
+    # -- inline ----------------------------------------------------------------------------------------
+    def inline(self, node) -> str:
+        if isinstance(node, nodes.Text):
+            return escape(node.astext())
+        if isinstance(node, nodes.math):
+            return f"${node.astext()}$"
+        if isinstance(node, nodes.literal):
+            text = node.astext()
+            tick = "``" if "`" in text else "`"
+            return f"{tick}{text}{tick}"
+        if isinstance(node, nodes.strong):
+            return wrap("**", self.inlines(node))
+        if isinstance(node, nodes.emphasis):
+            return wrap("*", self.inlines(node))
+        if isinstance(node, nodes.reference):
+            return self.reference(node)
+        if isinstance(node, (nodes.inline, nodes.abbreviation, addnodes.literal_emphasis,
+                             addnodes.literal_strong)):
+            return self.inlines(node)
+        if isinstance(node, nodes.target):
+            return "".join(f'<a id="{i}"></a>' for i in node.get("ids", []))
+        if isinstance(node, nodes.raw):
+            return ""
+        if isinstance(node, (nodes.footnote_reference, nodes.citation_reference)):
+            return self.inlines(node)
+        if isinstance(node, nodes.subtitle):           # exercise subtitles
+            return self.inlines(node)
+        if isinstance(node, nodes.image):
+            return self.image(node)
+        raise UnknownNode(f"{self.docname}: inline node {node.__class__.__name__}: {node.astext()[:60]!r}")
+
+    def inlines(self, node) -> str:
+        return "".join(self.inline(c) for c in node.children)
+
+    def reference(self, node) -> str:
+        text = self.inlines(node)
+        uri = node.get("refuri", "")
+        if node.get("refid") and node["refid"] in self.ids_here:
+            return f"[{text}](#{node['refid']})"
+        if uri.startswith(("http://", "https://", "mailto:")):
+            return f"[{text}]({uri})"
+        if "#" in uri and uri.split("#")[0] in ("", f"{Path(self.docname).name}.html"):
+            anchor = uri.split("#", 1)[1]
+            if anchor in self.ids_here:
+                return f"[{text}](#{anchor})"
+        return text                                     # another page of the book: readable text
+
+    def image(self, node) -> str:
+        uri = node["uri"]
+        path = (Path(self.app.srcdir) / uri) if not Path(uri).is_absolute() else Path(uri)
+        if not path.is_file():
+            path = Path(self.env.doc2path(self.docname)).parent / uri
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        mime = "image/svg+xml" if path.suffix == ".svg" else f"image/{path.suffix.lstrip('.').lower()}"
+        alt = escape(node.get("alt", ""))
+        return f"![{alt}](data:{mime};base64,{data})"
+
+    # -- blocks ------------------------------------------------------------------------------------------
+    def block(self, node, depth=1) -> str:
+        from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node, solution_node
+
+        if isinstance(node, nodes.paragraph):
+            return self.inlines(node)
+        if isinstance(node, nodes.section):            # the body of an exercise or a solution
+            if node.next_node(nodes.title) is not None and node.next_node(nodes.title).parent is node:
+                raise UnknownNode(f"{self.docname}: a titled section inside a block")
+            return self.blocks(node)
+        if isinstance(node, nodes.math_block):
+            return self.math_block(node)
+        if isinstance(node, nodes.literal_block):
+            lang = node.get("language") or ""
+            lang = {"ipython3": "python", "ipython": "python", "default": "", "none": ""}.get(lang, lang)
+            return f"```{lang}\n{node.astext()}\n```"
+        if isinstance(node, nodes.bullet_list):
+            return "\n".join(self.list_item(li, "- ") for li in node.children)
+        if isinstance(node, nodes.enumerated_list):
+            start = node.get("start", 1)
+            return "\n".join(self.list_item(li, f"{start + i}. ") for i, li in enumerate(node.children))
+        if isinstance(node, nodes.table):
+            return self.table(node)
+        if isinstance(node, nodes.figure):
+            return self.figure(node)
+        if isinstance(node, nodes.image):
+            return self.image(node)
+        if isinstance(node, (exercise_enumerable_node, exercise_node)):
+            return self.exercise(node)
+        if isinstance(node, solution_node):
+            return self.solution(node, code=None)
+        if type(node).__module__ == "sphinx_proof.nodes":
+            return self.proof(node)
+        if isinstance(node, nodes.Admonition):
+            return self.admonition(node)
+        if isinstance(node, nodes.target):
+            return "".join(f'<a id="{i}"></a>' for i in node.get("ids", []))
+        if isinstance(node, (nodes.comment, nodes.raw, nodes.substitution_definition)):
+            return ""
+        if isinstance(node, nodes.block_quote):
+            return quote(self.blocks(node))
+        if isinstance(node, nodes.transition):
+            return "---"
+        if isinstance(node, nodes.definition_list):
+            return "\n\n".join(f"**{self.inlines(item.children[0])}**  \n" +
+                               self.blocks(item.children[-1]) for item in node.children)
+        if isinstance(node, nodes.container):
+            return self.blocks(node)
+        if isinstance(node, nodes.rubric):
+            return f"**{self.inlines(node)}**"
+        raise UnknownNode(f"{self.docname}: block node {node.__class__.__name__}: {node.astext()[:60]!r}")
+
+    def blocks(self, node) -> str:
+        return "\n\n".join(s for s in (self.block(c) for c in node.children) if s)
+
+    def list_item(self, li, bullet) -> str:
+        body = self.blocks(li)
+        pad = " " * len(bullet)
+        lines = body.split("\n")
+        return bullet + lines[0] + "".join("\n" + (pad + line if line else "") for line in lines[1:])
+
+    def math_block(self, node) -> str:
+        anchors = "".join(f'<a id="{i}"></a>' for i in node.get("ids", []))
+        latex = node.astext().strip()
+        num = self.number("displaymath", node) or (str(node["number"]) if node.get("number") else "")
+        tag = f" \\tag{{{num}}}" if num else ""
+        return (anchors + "\n\n" if anchors else "") + f"$$\n{latex}{tag}\n$$"
+
+    def table(self, node) -> str:
+        rows = []
+        head_rows = 0
+        for group in node.findall(nodes.tgroup):
+            for part in group.children:
+                if isinstance(part, (nodes.thead, nodes.tbody)):
+                    for row in part.children:
+                        rows.append([self.cell(e) for e in row.children])
+                        if isinstance(part, nodes.thead):
+                            head_rows += 1
+        if not rows:
+            return ""
+        width = max(len(r) for r in rows)
+        rows = [r + [""] * (width - len(r)) for r in rows]
+        if head_rows == 0:
+            rows.insert(0, [""] * width)
+            head_rows = 1
+        out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
+        out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+        caption = node.next_node(nodes.title)
+        cap = ""
+        if caption is not None and caption.parent is node:
+            num = self.number("table", node)
+            cap = f"**{self.fmt('table', num)}** " if num else ""
+            cap += self.inlines(caption) + "\n\n"
+        return cap + "\n".join(out)
+
+    def cell(self, entry) -> str:
+        parts = []
+        for c in entry.children:
+            parts.append(self.inlines(c) if isinstance(c, nodes.paragraph) else self.block(c))
+        return " ".join(parts).replace("\n", " ").replace("|", "\\|")
+
+    def figure(self, node) -> str:
+        anchors = "".join(f'<a id="{i}"></a>' for i in node.get("ids", []))
+        images = [self.image(i) for i in node.findall(nodes.image)]
+        caption = node.next_node(nodes.caption)
+        num = self.number("figure", node)
+        text = ""
+        if caption is not None:
+            text = (f"**{self.fmt('figure', num)}.** " if num else "") + self.inlines(caption)
+        legend = node.next_node(nodes.legend)
+        if legend is not None:
+            text += "\n\n" + self.blocks(legend)
+        return "\n\n".join(s for s in (anchors + "\n" + "\n\n".join(images), text) if s.strip())
+
+    def title_of(self, node, figtype) -> str:
+        """'Exercise 2.1 (Shapes)' / '演習 2.1 (行列の形)', as the HTML page numbers it."""
+        title = node.children[0]
+        num = self.number(figtype, node)
+        sub = ""
+        for child in title.children:
+            if isinstance(child, nodes.subtitle):
+                sub = self.inlines(child)
+        if not sub and len(title.children) > 1:
+            sub = "".join(self.inline(c) for c in title.children[1:]).strip(" ()")
+        head = self.fmt(figtype, num) if num else title.children[0].astext()
+        return head + (f" ({sub})" if sub else "")
+
+    def exercise(self, node) -> str:
+        anchors = "".join(f'<a id="{i}"></a>' for i in node.get("ids", []))
+        body = "\n\n".join(self.block(c) for c in node.children[1:])
+        return anchors + "\n\n" + quote(f"**{self.title_of(node, 'exercise')}**\n\n{body}")
+
+    def solution(self, node, code) -> str:
+        """A folded solution. ``code`` lists the code of a gated solution's cells (learner) or None."""
+        title = summary(node.children[0]).strip()
+        parts = []
+        for c in node.children[1:]:
+            if is_code_cell(c):
+                if code is not None:
+                    parts.append(f"```python\n{code_source(c).rstrip()}\n```")
+                continue
+            parts.append(self.block(c))
+        body = "\n\n".join(p for p in parts if p)
+        return f"<details>\n<summary><b>{title}</b></summary>\n\n{body}\n\n</details>"
+
+    def proof(self, node) -> str:
+        """A theorem ('Theorem 3.1 (title)', numbered as the page numbers it) or a proof."""
+        from sphinx.locale import get_translation
+
+        _ = get_translation("proof")
+        anchors = "".join(f'<a id="{i}"></a>' for i in node.get("ids", []))
+        realtype = node.get("realtype")
+        if not realtype:                                  # a proof: an admonition with its own words
+            inner = [c for c in node.children]
+            body = "\n\n".join(self.blocks(c) if isinstance(c, nodes.Admonition) else self.block(c)
+                                for c in inner)
+            return anchors + quote(body)
+        num = self.number(node.get("countertype", realtype), node)
+        title = node.children[0]
+        sub = self.inlines(title).strip() if isinstance(title, nodes.title) else ""
+        head = f"{_(realtype.title())} {num}".strip()
+        rest = node.children[1:] if isinstance(title, nodes.title) else node.children
+        body = "\n\n".join(self.block(c) for c in rest)
+        return anchors + "\n\n" + quote(f"**{head}{' ' + sub if sub else ''}**\n\n{body}")
+
+    def admonition(self, node) -> str:
+        title_node = node.next_node(nodes.title)
+        if title_node is not None and title_node.parent is node:
+            title = self.inlines(title_node)
+            children = [c for c in node.children if c is not title_node]
+        else:
+            from sphinx.locale import admonitionlabels
+
+            title = admonitionlabels.get(node.tagname, node.tagname.title())
+            children = node.children
+        body = "\n\n".join(self.block(c) for c in children)
+        if "dropdown" in node.get("classes", []):
+            return f"<details>\n<summary><b>{summary(title_node) if title_node is not None else title}</b></summary>\n\n{body}\n\n</details>"
+        return quote(f"**{title}**\n\n{body}")
+
+
+def is_code_cell(node) -> bool:
+    return isinstance(node, nodes.container) and node.get("nb_element") == "cell_code"
+
+
+def code_source(container) -> str:
+    for c in container.findall(nodes.literal_block):
+        if c.parent.get("nb_element") == "cell_code_source":
+            return c.astext()
+    return ""
+
+
+def summary(node) -> str:
+    """A title as HTML for ``<summary>`` (no Markdown is rendered there): text escaped, math as $...$."""
+    if isinstance(node, nodes.Text):
+        return html_lib.escape(node.astext())
+    if isinstance(node, nodes.math):
+        return f"${html_lib.escape(node.astext())}$"
+    if isinstance(node, nodes.literal):
+        return f"<code>{html_lib.escape(node.astext())}</code>"
+    return "".join(summary(c) for c in node.children)
+
+
+def wrap(mark, text):
+    stripped = text.strip()
+    if not stripped:
+        return text
+    lead = text[: len(text) - len(text.lstrip())]
+    trail = text[len(text.rstrip()):]
+    return f"{lead}{mark}{stripped}{mark}{trail}"
+
+
+def escape(text: str) -> str:
+    text = text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("$", "\\$")
+    text = text.replace("<", "&lt;").replace("`", "\\`")
+    return text
+
+
+def quote(text: str) -> str:
+    return "\n".join("> " + line if line else ">" for line in text.split("\n"))
+
+
+# --- notebooks -----------------------------------------------------------------------------------------
+
+def _tags(cell):
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def _code_cell(cell, *, outputs, fold):
+    new = nbformat.v4.new_code_cell(source=cell["source"])
+    if cell.get("id"):
+        new["id"] = cell["id"]
+    meta = copy.deepcopy(cell.get("metadata", {}))
+    if fold:
+        meta.setdefault("jupyter", {})["source_hidden"] = True
+    new["metadata"] = meta
+    if outputs is not None:
+        new["outputs"] = outputs
+        new["execution_count"] = None
+    return new
+
+
+def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
+    """The learner's or the trainer's notebook of one chapter."""
+    w = Writer(app, docname, doctree)
+    trainer = variant == "trainer"
+    src_cells = source_nb.cells
+    outputs = {i: c.get("outputs", []) for i, c in enumerate(executed_nb.cells)} if executed_nb else {}
+    hidden = [i for i, c in enumerate(src_cells) if c.cell_type == "code" and "remove-cell" in _tags(c)]
+    cells: list = []
+    md: list[str] = []
+    md_cell = [None]
+    state = {"last": -1}
+
+    def flush():
+        if md:
+            cells.append(nbformat.v4.new_markdown_cell("\n\n".join(md)))
+            md.clear()
+
+    def emit_hidden(upto):
+        """Hidden code cells (absent from the page) with an index below ``upto``, in order."""
+        while hidden and hidden[0] < upto:
+            i = hidden.pop(0)
+            cell = src_cells[i]
+            if "solution-check" in _tags(cell) and not trainer:
+                continue
+            flush()
+            cells.append(_code_cell(cell, outputs=outputs.get(i, []) if trainer else None, fold=True))
+
+    def code(index, fold_override=None):
+        emit_hidden(index)
+        flush()
+        cell = src_cells[index]
+        fold = bool(_tags(cell) & HIDDEN_TAGS) if fold_override is None else fold_override
+        cells.append(_code_cell(cell, outputs=outputs.get(index, []) if trainer else None, fold=fold))
+        state["last"] = index
+
+    def place(node):
+        line = node.line or 0
+        if line >= 10000:
+            index = line // 10000 - 1
+            if index != md_cell[0]:
+                emit_hidden(index)
+                flush()
+                md_cell[0] = index
+
+    def walk(parent, depth):
+        from sphinx_exercise.nodes import solution_node
+
+        for node in parent.children:
+            if isinstance(node, nodes.section):
+                title = node.next_node(nodes.title)
+                place(title)
+                number = ""
+                if depth == 1:
+                    secnums = w.env.toc_secnumbers.get(docname, {})
+                    number = ".".join(map(str, secnums.get("", ()))) + ". " if secnums.get("") else ""
+                anchors = "".join(f'<a id="{i}"></a>' for i in node.get("ids", []))
+                md.append(f"{'#' * depth} {number}{w.inlines(title)}" + (f" {anchors}" if anchors else ""))
+                walk(node, depth + 1)
+                continue
+            if isinstance(node, nodes.title):
+                continue
+            if is_code_cell(node):
+                code(node["cell_index"])
+                continue
+            if isinstance(node, solution_node) and any(is_code_cell(c) for c in node.children):
+                place(node)
+                md.append(w.solution(node, code=None if trainer else True))
+                if trainer:
+                    for c in node.children:
+                        if is_code_cell(c):
+                            code(c["cell_index"], fold_override=False)
+                continue
+            place(node)
+            text = w.block(node)
+            if text.strip():
+                md.append(text)
+
+    walk(doctree, 1)
+    emit_hidden(len(src_cells))
+    flush()
+
+    head = [nbformat.v4.new_markdown_cell(BANNER[lang].format(kind=KIND[lang][variant],
+                                                              extra=EXTRA[lang][variant]))]
+    if lang != "en":
+        setup = nbformat.v4.new_code_cell(
+            source=f"import lib\n\nlib.set_language({lang!r})  # figures and self-check verdicts in this language")
+        setup["metadata"] = {"jupyter": {"source_hidden": True}, "tags": ["language"]}
+        if trainer:
+            setup["outputs"] = []
+        head.append(setup)
+    nb = nbformat.v4.new_notebook(cells=head + cells, metadata=copy.deepcopy(source_nb.metadata))
+    nb.metadata["language"] = lang
+    for cell in nb.cells:
+        if "id" not in cell:
+            cell["id"] = nbformat.corpus.words.generate_corpus_id()
+    return nb
+
+
+def executed_notebook(app, path, source_nb):
+    """The source notebook merged with its cached outputs (jupyter-cache), or None."""
+    from jupyter_cache import get_cache
+
+    try:
+        cache = get_cache(app.env.mystnb_config.execution_cache_path)
+        _, merged = cache.merge_match_into_notebook(copy.deepcopy(source_nb))
+        return merged
+    except Exception:  # noqa: BLE001 - not executed or not cached: the trainer's notebook has no outputs
+        return None
+
+
+def write_all(app) -> list[Path]:
+    lang = app.config.language or "en"
+    base = ROOT / "_build" / "notebooks" / lang
+    written = []
+    for docname in sorted(app.env.found_docs):
+        path = Path(app.env.doc2path(docname))
+        if path.suffix != ".ipynb":
+            continue
+        source_nb = nbformat.read(path, as_version=4)
+        doctree = app.env.get_and_resolve_doctree(docname, app.builder)
+        executed = executed_notebook(app, path, source_nb)
+        for variant in ("learner", "trainer"):
+            nb = build(app, docname, doctree, source_nb, executed, variant, lang)
+            out = base / variant / path.name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, out)
+            written.append(out)
+            if variant == "learner":           # the download button of the page offers it
+                sources = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
+                if sources.parent.is_dir():
+                    nbformat.write(nb, sources)
+    return written
