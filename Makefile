@@ -6,18 +6,32 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-JB_FLAGS := -W -n --keep-going
+# Independent steps run side by side (the two editions' builds, nbval, the browser test).
+JOBS   ?= 2
+# `make lab BOOK_LANG=ja`: the Japanese learner notebooks, with Japanese figures and verdicts.
+BOOK_LANG ?= en
+# One thread per process: two processes share the two cores, and results do not depend on threading.
+export OMP_NUM_THREADS ?= 1
+export OPENBLAS_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
+NBVAL := -m pytest -q --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider
 
-.PHONY: help install book test test-lib test-notebooks test-build test-browser lab bench clean clean-notebooks
+.PHONY: help install book html-en html-ja test test-lib test-notebooks test-i18n test-learner \
+        test-learner-en test-learner-ja test-built test-build test-browser translations lab lab-source \
+        bench clean clean-notebooks
 
 help:
-	@echo "make install  create $(VENV) and install the book stack and lib"
-	@echo "make book     install, then build the HTML book into _build/html"
-	@echo "make test     install, then lib tests, nbval on every notebook, strict book build,"
-	@echo "              every page in headless Chromium with no network (test-browser)"
-	@echo "make lab      JupyterLab on the notebooks, lib importable, widgets live"
-	@echo "make bench    time lib against PyTorch (benchmarks/)"
-	@echo "make clean    remove _build (the executed-notebook cache included)"
+	@echo "make install       create $(VENV) and install the book stack and lib"
+	@echo "make book          both editions' HTML (_build/html, _build/html/ja) and the learner and"
+	@echo "                   trainer notebooks (_build/notebooks/{en,ja}/)"
+	@echo "make test          every test: lib, nbval on every chapter, strict builds of both editions,"
+	@echo "                   the translation checker, the learner notebooks (structure and nbval),"
+	@echo "                   every page in headless Chromium with no network"
+	@echo "make translations  refresh the Japanese catalogs (locales/) after an English edit"
+	@echo "make lab           JupyterLab on the learner notebooks (BOOK_LANG=ja for the Japanese ones)"
+	@echo "make lab-source    JupyterLab on the source chapters in book/ (for authors)"
+	@echo "make bench         time lib against PyTorch (benchmarks/)"
+	@echo "make clean         remove _build (the execution caches included)"
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,44 +42,70 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
-# The execution cache re-runs a notebook only when its own cells change. The chapters' results also
-# depend on lib/ and the pinned packages, so a change there clears the cache before the build.
-DEPS_HASH = $(shell cat lib/*.py requirements.txt | sha256sum | cut -c1-16)
-define build-book
-	@if [ "$$(cat _build/.deps-hash 2>/dev/null)" != "$(DEPS_HASH)" ]; then \
-	    echo "lib/ or requirements.txt changed since the last build: clearing the execution cache"; \
-	    rm -rf _build/.jupyter_cache; fi
-	$(BIN)/jupyter-book build . $(JB_FLAGS)
-	@echo $(DEPS_HASH) > _build/.deps-hash
-endef
+# Each build is strict (-W -n --keep-going) and clears its own execution cache when lib/,
+# requirements.txt or (Japanese) the translations of the strings code shows changed (tools/build.py).
+html-en: install
+	$(BIN)/python tools/build.py html en
+
+html-ja: install
+	$(BIN)/python tools/build.py html ja
 
 book: install
-	$(build-book)
-	@echo "Open _build/html/index.html"
+	$(MAKE) -j$(JOBS) --output-sync=target html-en html-ja
+	@echo "Open _build/html/index.html (English: _build/html/book/intro.html, Japanese: _build/html/ja/book/intro.html)"
+	@echo "Learner notebooks: _build/notebooks/en/learner, _build/notebooks/ja/learner (make lab)"
 
-test: install test-lib test-notebooks test-build test-browser
+test: install
+	$(MAKE) -j$(JOBS) --output-sync=target html-en html-ja test-lib test-notebooks test-i18n \
+	    test-learner-en test-learner-ja test-built test-browser
 
 test-lib: install
-	$(BIN)/python -m pytest tests --ignore=tests/browser
+	$(BIN)/python -m pytest -q tests --ignore=tests/browser --ignore=tests/built
 
+# nbval on every source chapter (the builds execute them too, with every hidden assertion)
 test-notebooks: install
-	$(BIN)/python -m pytest --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider book
+	$(BIN)/python $(NBVAL) book
 
-test-build: install
-	$(build-book)
+# the strict builds of both editions
+test-build: html-en html-ja
 
-# Every page of _build/html (or BOOK_HTML=dir) in headless Chromium, offline: run after the build.
-# Skips with a message where Chromium is missing (REQUIRE_BROWSER_TEST=1 makes that a failure).
-test-browser: install
-	$(BIN)/python -m pytest tests/browser
+# the catalogs are up to date with the English, nothing is fuzzy, markup survived translation
+test-i18n: html-en
+	$(BIN)/python tools/build.py gettext > _build/gettext.log 2>&1 || { tail -40 _build/gettext.log; exit 1; }
+	$(BIN)/python tools/i18n.py check
+
+# the learner notebooks run top to bottom, in each language
+test-learner-en: html-en
+	$(BIN)/python $(NBVAL) _build/notebooks/en/learner
+
+test-learner-ja: html-ja
+	$(BIN)/python $(NBVAL) _build/notebooks/ja/learner
+
+test-learner: test-learner-en test-learner-ja test-built
+
+# the learner notebooks read like the pages and give no answer away
+test-built: html-en html-ja
+	$(BIN)/python -m pytest -q tests/built
+
+# every page of both editions in headless Chromium, offline, at 1366 x 900, and the learner notebook
+# in JupyterLab. Skips with a message where Chromium is missing (REQUIRE_BROWSER_TEST=1: a failure).
+test-browser: html-en html-ja
+	$(BIN)/python -m pytest -q tests/browser
+
+translations: install
+	$(BIN)/python tools/i18n.py update
 
 # JUPYTER_PATH puts this venv's kernel first, so notebooks run with this venv's python (lib
 # installed) even where a user-wide "python3" kernel exists. Extra options: LAB_ARGS="--no-browser".
 # As root (containers, CI) JupyterLab refuses to start without --allow-root.
 LAB_ARGS ?=
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
-lab: install
-	JUPYTER_PATH="$(CURDIR)/$(VENV)/share/jupyter" $(BIN)/jupyter lab --notebook-dir=. $(LAB_ROOT) $(LAB_ARGS) book/
+LAB_ENV  := JUPYTER_PATH="$(CURDIR)/$(VENV)/share/jupyter" BOOK_LANG=$(BOOK_LANG)
+lab: html-$(BOOK_LANG)
+	$(LAB_ENV) $(BIN)/jupyter lab $(LAB_ROOT) $(LAB_ARGS) --notebook-dir=_build/notebooks/$(BOOK_LANG)/learner
+
+lab-source: install
+	$(LAB_ENV) $(BIN)/jupyter lab $(LAB_ROOT) $(LAB_ARGS) --notebook-dir=book
 
 bench: install
 	$(BIN)/python benchmarks/bench.py

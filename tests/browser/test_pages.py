@@ -42,6 +42,34 @@ HTML_DIR = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
 REQUIRED = os.environ.get("REQUIRE_BROWSER_TEST", "") not in ("", "0")
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "jupyter_execute"}
+sys.path.insert(0, str(ROOT))
+from lib.plotting import COLUMN_PX  # noqa: E402 - the figure width the book's figures are sized for
+
+_STATUS = ROOT / "locales" / "ja" / "status.yml"
+FINISHED_JA = set()
+if _STATUS.is_file():
+    import yaml
+
+    FINISHED_JA = set((yaml.safe_load(_STATUS.read_text(encoding="utf8")) or {}).get("finished") or [])
+
+# Text blocks a reader reads, for the leftover-English check of finished Japanese pages.
+TEXT_BLOCKS_JS = r"""
+() => {
+  const skip = 'pre, code, .cell_input, .cell_output, mjx-container, .MathJax, .bibliography, .citation, ' +
+               '.headerlink, .footnote, .pasted-text';
+  const out = [];
+  for (const el of document.querySelectorAll('article p, article li, article td, article th, article h1, ' +
+                                             'article h2, article h3, article figcaption, article dt, ' +
+                                             'article dd, article summary, article .admonition-title')) {
+    if (el.closest(skip)) continue;
+    const clone = el.cloneNode(true);
+    for (const s of clone.querySelectorAll(skip + ', ul, ol, p')) s.remove();
+    const t = (clone.textContent || '').replace(/\s+/g, ' ').trim();
+    if (t) out.push(t);
+  }
+  return out;
+}
+"""
 
 CHROMIUM_ARGS = [
     "--disable-gpu",
@@ -130,7 +158,7 @@ def browser():
                 chromium_sandbox=False,
                 args=CHROMIUM_ARGS,
                 service_workers="block",
-                viewport={"width": 1200, "height": 900},
+                viewport={"width": 1366, "height": 900},   # the usual training-room laptop
             )
             try:
                 yield context
@@ -144,7 +172,7 @@ VISITED: list[str] = []  # the pages opened so far
 
 # Waits for MathJax (when the page has math) and collects every problem the DOM shows.
 INSPECT_JS = r"""
-async () => {
+async (column) => {
   const problems = [];
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const hasMath = document.querySelector('.math, mjx-container') !== null;
@@ -219,6 +247,18 @@ async () => {
     if (!fig.querySelector('img, svg, object, video, canvas, mjx-container, table'))
       problems.push('figure without an image (a missing glued figure?): ' + snippet(fig));
   }
+  // Reading comfort at 1366 x 900: no code or output block wider than its box (sideways scrolling),
+  // and no figure shown narrower than lib.plotting assumes (COLUMN_PX, passed in as `column`).
+  for (const pre of main.querySelectorAll('article pre')) {
+    if (pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 1)
+      problems.push(`clipped code/output block (${pre.scrollWidth} px in a ${pre.clientWidth}-px box): ` +
+                    (pre.textContent || '').split('\n').sort((a, b) => b.length - a.length)[0].slice(0, 60));
+  }
+  for (const img of main.querySelectorAll('article figure img')) {
+    const shown = img.getBoundingClientRect().width;
+    if (img.offsetParent !== null && shown + 2 < Math.min(img.naturalWidth, column))
+      problems.push(`figure shown ${Math.round(shown)} px wide, below min(its ${img.naturalWidth} px, the ${column}-px column lib.plotting assumes): ` + img.getAttribute('src'));
+  }
   // Widgets: a view with no JavaScript renders as an empty box.
   const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"], .jupyter-widgets, .widget-area');
   if (views.length) problems.push(views.length + ' live widget output(s) in the HTML: tag the widget cell remove-output and show the static figure');
@@ -269,14 +309,18 @@ def test_page(browser, server, page_path):
     found: list[str] = []
     try:
         page.goto(f"{server}/{page_path}", wait_until="load", timeout=60_000)
-        if 'http-equiv="refresh"' in (HTML_DIR / page_path).read_text(encoding="utf8").lower():
+        body = (HTML_DIR / page_path).read_text(encoding="utf8").lower()
+        if 'http-equiv="refresh"' in body or "window.location.replace" in body:
             # A redirect page (index.html -> the root page): check the page it lands on.
             page.wait_for_url(lambda url: not url.endswith("/" + page_path), timeout=30_000)
             page.wait_for_load_state("load", timeout=60_000)
-        found += page.evaluate(INSPECT_JS)
+        found += page.evaluate(INSPECT_JS, COLUMN_PX)
+        found += _edition_problems(page, page_path)
         page.wait_for_load_state("networkidle", timeout=30_000)
         if page_path == "search.html":
-            found += _search_problems(page, server)
+            found += _search_problems(page, server, "", ["softmax"])
+        if page_path == "ja/search.html":
+            found += _search_problems(page, server, "ja/", ["ソフトマックス", "ソフトマックス 勾配"])
         shots = os.environ.get("BROWSER_SCREENSHOTS")
         if shots:
             out = Path(shots) / (page_path.replace("/", "__").removesuffix(".html") + ".png")
@@ -290,6 +334,60 @@ def test_page(browser, server, page_path):
     assert not problems, f"{page_path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems)
 
 
+JAPANESE = __import__("re").compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+ENGLISH_RUN = __import__("re").compile(r"[A-Za-z]{2,}(?:[ ,.;:'’-]+[A-Za-z]{2,}){3}")
+
+
+def _edition_problems(page, page_path) -> list[str]:
+    """A chapter page links to the same page in the other edition, and a finished Japanese page has
+    no paragraph left in English."""
+    out = []
+    if page_path.removeprefix("ja/").startswith("book/"):
+        hrefs = page.eval_on_selector_all("a.book-language-switch", "els => els.map(e => e.getAttribute('href'))")
+        if not hrefs:
+            out.append("no link to the other edition (a.book-language-switch)")
+        for href in hrefs:
+            target = (HTML_DIR / page_path).parent.joinpath(href).resolve()
+            if not target.is_file():
+                out.append(f"the language link {href!r} leads to a page that does not exist")
+    if page_path.startswith("ja/") and page_path.removeprefix("ja/").removesuffix(".html") in FINISHED_JA:
+        for text in page.evaluate(TEXT_BLOCKS_JS):
+            if not JAPANESE.search(text) and ENGLISH_RUN.search(text):
+                out.append(f"English left on a finished Japanese page: {text[:80]!r}")
+    return out
+
+
+def test_entry_page_opens_the_readers_language(browser, server):
+    """index.html opens the last edition chosen, else the browser's language; it also works from file://."""
+    root = HTML_DIR / "index.html"
+    if not root.is_file() or not (HTML_DIR / "ja").is_dir():
+        _unavailable(f"no two-edition build at {HTML_DIR}: run `make book` first")
+    landed = {}
+    for base in (server, root.parent.as_uri()):
+        for choice in ("ja", "en"):
+            page = browser.new_page()
+            try:
+                page.goto(f"{base}/search.html", wait_until="load")
+                page.evaluate(f"localStorage.setItem('book-language', '{choice}')")
+                page.goto(f"{base}/index.html")
+                page.wait_for_url("**/book/intro.html", timeout=30_000)
+                landed[base, choice] = page.url
+            finally:
+                page.close()
+    page = browser.new_page()
+    try:
+        page.add_init_script("Object.defineProperty(navigator, 'languages', {get: () => ['ja-JP', 'ja']});")
+        page.goto(f"{server}/search.html", wait_until="load")
+        page.evaluate("localStorage.removeItem('book-language')")
+        page.goto(f"{server}/index.html")
+        page.wait_for_url("**/book/intro.html", timeout=30_000)
+        landed["browser", "ja"] = page.url
+    finally:
+        page.close()
+    wrong = {k: v for k, v in landed.items() if ("/ja/" in v) != (k[1] == "ja")}
+    assert not wrong, f"the entry page opened the wrong edition: {wrong}"
+
+
 # A page with every defect the checks look for: the checks must find each one (so they can fail).
 CANARY = r"""<!DOCTYPE html><html><head>
 <script src="https://unpkg.com/@jupyter-widgets/html-manager@1/dist/embed-amd.js"></script>
@@ -299,6 +397,7 @@ CANARY = r"""<!DOCTYPE html><html><head>
 <p><span class="xref std std-ref">fig-missing</span> and <span class="pasted-text">nan</span></p>
 <img src="_images/does-not-exist.png" alt="">
 <script type="application/vnd.jupyter.widget-view+json">{"model_id": "x"}</script>
+<article class="bd-article"><pre style="width: 200px; overflow: auto">print("a line far longer than the two hundred pixels of its box, so that it must scroll")</pre></article>
 </main></body></html>"""
 
 
@@ -309,7 +408,8 @@ def test_checks_catch_a_broken_page(browser, server):
     try:
         page.goto(f"{server}/genindex.html", wait_until="load", timeout=60_000)
         page.set_content(CANARY, wait_until="load")
-        found = page.evaluate(INSPECT_JS)
+        found = page.evaluate(INSPECT_JS, COLUMN_PX)
+        found += _edition_problems(page, "book/canary.html")
     finally:
         page.close()
     report = "\n".join(watch.report() + found)
@@ -324,21 +424,28 @@ def test_checks_catch_a_broken_page(browser, server):
         "unresolved reference": "unresolved cross-reference",
         "nan glued": "glued value is nan",
         "live widget": "live widget",
+        "clipped code block": "clipped code/output block",
+        "no language link": "no link to the other edition",
     }
     missed = [what for what, needle in expected.items() if needle not in report]
     assert not missed, f"the checks missed: {missed}\nthey reported:\n{report}"
 
 
-def _search_problems(page, server) -> list[str]:
-    """Full-text search works offline: a query for a word every chapter uses finds pages."""
-    page.goto(f"{server}/search.html?q=softmax", wait_until="load", timeout=60_000)
-    try:
-        page.wait_for_function(
-            "document.querySelectorAll('#search-results ul.search li').length > 0", timeout=30_000
-        )
-    except Exception:  # playwright's TimeoutError; report it as a problem with the page
-        return ["search for 'softmax' returned no results"]
-    return []
+def _search_problems(page, server, prefix, queries) -> list[str]:
+    """Full-text search works offline: queries for words every chapter uses find pages (in the
+    Japanese edition also a two-word query, which the search page splits at the space)."""
+    from urllib.parse import quote
+
+    out = []
+    for q in queries:
+        page.goto(f"{server}/{prefix}search.html?q={quote(q)}", wait_until="load", timeout=60_000)
+        try:
+            page.wait_for_function(
+                "document.querySelectorAll('#search-results ul.search li').length > 0", timeout=30_000
+            )
+        except Exception:  # playwright's TimeoutError; report it as a problem with the page
+            out.append(f"search for {q!r} returned no results")
+    return out
 
 
 def test_every_toc_page_was_built():
