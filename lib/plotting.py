@@ -42,7 +42,9 @@ def setup():
     if language() == "ja":
         import matplotlib_fontja  # noqa: F401 - registers the bundled IPAexGothic with matplotlib
 
-        family = "IPAexGothic"
+        # Per-glyph fallback (matplotlib >= 3.6): Japanese from IPAexGothic, symbols it lacks
+        # (e.g. the superscript T of "QKᵀ") from DejaVu Sans, which matplotlib ships.
+        family = ["IPAexGothic", "DejaVu Sans"]
     mpl.rcParams.update({
         "font.family": family,
         "figure.dpi": DPI,

@@ -59,7 +59,7 @@ def test_japanese_edition_draws_japanese():
     lib.set_language("ja")
     plotting.setup()
     fig, ax = plt.subplots(figsize=(5, 3))
-    ax.set_title("アテンションの重み $d_k$")
+    ax.set_title("アテンションの重み $d_k$、QKᵀ")               # ᵀ: not in IPAexGothic
     ax.plot(np.arange(3))
     assert plotting.missing_glyphs(fig) == []
-    assert plt.rcParams["font.family"] == ["IPAexGothic"]
+    assert plt.rcParams["font.family"] == ["IPAexGothic", "DejaVu Sans"]
