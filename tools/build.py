@@ -18,7 +18,7 @@ book's ``_config.yml``, plus a few settings per edition:
 
 The execution cache re-runs a notebook only when its own code changes. A chapter's results also depend
 on ``lib/``, ``requirements.txt`` and, in Japanese, the translations of the strings that code shows;
-when any of these changed since the last build, that edition's cache is cleared first.
+when any of these changed since the last build, that edition's cache and doctrees are cleared first.
 """
 from __future__ import annotations
 
@@ -81,10 +81,14 @@ def _clear_stale_cache(lang: str) -> str:
     d = edition_dirs(lang)
     new = deps_hash(lang)
     old = d["hash"].read_text().strip() if d["hash"].is_file() else None
-    if old != new and d["cache"].exists():
+    if old != new and (d["cache"].exists() or d["doctrees"].exists()):
+        # Both go: with the cache alone cleared, Sphinx would see no changed document, execute
+        # nothing and keep the old outputs (and the trainer's notebooks, which take their outputs
+        # from the cache, would have none).
         print(f"[{lang}] lib/, requirements.txt or code strings' translations changed since the last "
-              "build: clearing the execution cache", flush=True)
-        shutil.rmtree(d["cache"])
+              "build: clearing the execution cache and the doctrees", flush=True)
+        shutil.rmtree(d["cache"], ignore_errors=True)
+        shutil.rmtree(d["doctrees"], ignore_errors=True)
     return new
 
 
@@ -156,6 +160,14 @@ def build_gettext() -> int:
     if status == 0:
         en["hash"].parent.mkdir(parents=True, exist_ok=True)
         en["hash"].write_text(new_hash + "\n")
+        # The templates' words (sphinx.pot) are translated in the hand-written sphinx.po, next to
+        # Sphinx's and the theme's own words that no .pot lists (tests/built/test_japanese_pages.py
+        # checks the built pages); sphinx-intl must not mark those entries obsolete.
+        (out / "sphinx.pot").unlink(missing_ok=True)
+        # The strings code shows (every tr("...")) join their page's .pot (lib's in lib.pot).
+        from i18n import add_code_messages
+
+        add_code_messages()
     return status
 
 
