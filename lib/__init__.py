@@ -28,7 +28,7 @@ from . import scale_probe, timing
 from .attention import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
 from .exercises import *  # noqa: F401,F403
-from .i18n import language, set_language, tr  # noqa: F401
+from .i18n import language, set_language, tr, wrap  # noqa: F401
 from .metrics import *  # noqa: F401,F403
 from .modern import *  # noqa: F401,F403
 from .saturation import *  # noqa: F401,F403

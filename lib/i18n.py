@@ -13,7 +13,7 @@ and the catalog tool (``tools/i18n.py``) extracts every ``tr("...")`` call into 
 In English ``tr`` returns the message itself. In another language it returns the catalog's
 translation, or the English message while it has none (an untranslated or fuzzy entry). The language
 is ``set_language(...)`` if called, else the environment variable ``BOOK_LANG`` (``make`` sets it for
-the Japanese edition and for ``make lab LANG=ja``), else English.
+the Japanese edition and for ``make lab BOOK_LANG=ja``), else English.
 
 Rules that keep extraction exact (``tests/test_notebook_source.py`` enforces them): the message is one
 string literal (implicit concatenation of literals is fine; an f-string or a variable is not), and
@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
+import unicodedata
 from pathlib import Path
 
-__all__ = ["tr", "language", "set_language", "catalog", "LANGUAGES"]
+__all__ = ["tr", "language", "set_language", "catalog", "wrap", "LANGUAGES"]
 
 #: The editions the book has. English is the source; the others are catalogs under ``locales/``.
 LANGUAGES = ("en", "ja")
@@ -135,3 +137,41 @@ def read_po(path) -> dict[str, str]:
             raise ValueError(f"{path}:{lineno}: cannot read this line of a .po file: {raw!r}")
     flush()
     return out
+
+
+_TOKEN = re.compile(r"\s+|[!-~]+|.", re.S)   # a run of spaces, a run of ASCII (a word), one other character
+_NO_LINE_START = set("、。，．・：；？！）」』】〉》ー…")   # Japanese punctuation that never opens a line
+
+
+def _columns(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def wrap(text: str, width: int = 78) -> str:
+    """``textwrap.fill`` for both editions: lines of at most ``width`` columns.
+
+    English (text without wide characters) is exactly ``textwrap.fill(text, width)``. Japanese has no
+    spaces between words, so there a line may also break between two wide characters (which count as
+    two columns, as a terminal and a ``<pre>`` block show them); ASCII words are never split, and a
+    closing mark such as 。 or ） never starts a line. A single word longer than ``width`` gets a line
+    of its own.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"wrap needs a str; got {type(text).__name__}")
+    if not isinstance(width, int) or width < 10:
+        raise ValueError(f"width must be an int of at least 10 columns; got {width!r}")
+    if _columns(text) == len(text):
+        return textwrap.fill(text, width)
+    lines, line = [], ""
+    for tok in _TOKEN.findall(" ".join(text.split())):
+        if tok.isspace():
+            if line:
+                line += " "
+            continue
+        if line and _columns(line.rstrip() + tok) > width and tok[0] not in _NO_LINE_START:
+            lines.append(line.rstrip())
+            line = ""
+        line += tok
+    if line.strip():
+        lines.append(line.rstrip())
+    return "\n".join(lines)

@@ -11,6 +11,8 @@ font of ``matplotlib-fontja``, so translated labels (``lib.i18n.tr``) never show
 """
 from __future__ import annotations
 
+import logging
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
@@ -45,6 +47,10 @@ def setup():
         # Per-glyph fallback (matplotlib >= 3.6): Japanese from IPAexGothic, symbols it lacks
         # (e.g. the superscript T of "QKᵀ") from DejaVu Sans, which matplotlib ships.
         family = ["IPAexGothic", "DejaVu Sans"]
+        # IPAexGothic has one weight: a bold title is drawn at the regular weight. matplotlib says so
+        # on stderr at every bold text ("findfont: Failed to find font weight bold"), which would
+        # print under the figures of every Japanese page; the font is known, so the notice is silenced.
+        logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     mpl.rcParams.update({
         "font.family": family,
         "figure.dpi": DPI,

@@ -1,5 +1,6 @@
 """lib.i18n: the .po reader against polib (a reader nobody here wrote), and tr's language switch."""
 import textwrap
+import unicodedata
 
 import polib
 import pytest
@@ -99,3 +100,33 @@ def test_bad_po_line_is_named(tmp_path):
     path.write_text('msgid "a"\nmsgstr "b"\nnonsense\n', encoding="utf-8")
     with pytest.raises(ValueError, match="bad.po:3"):
         i18n.read_po(path)
+
+
+# --- wrap: textwrap.fill for both editions -------------------------------------------------------
+
+def test_wrap_is_textwrap_for_english():
+    import textwrap
+
+    text = ("The weights of a query sum to 0.25, not 1: something multiplies the weights after the "
+            "softmax (a scale applied after it?). Inside the softmax the scale is 1.")
+    assert lib.wrap(text, 40) == textwrap.fill(text, 40)
+
+
+def test_wrap_breaks_japanese_between_characters():
+    text = ("1 つのクエリの重みの和が 1 ではなく 0.25 です。ソフトマックスの後で何かが重みに掛けられています"
+            "（スケールをソフトマックスの後でかけていませんか？）。ソフトマックスの内側のスケールは 1 です。")
+    out = lib.wrap(text, 40)
+    lines = out.split("\n")
+    assert len(lines) >= 4                                          # textwrap.fill gives 1 long line here
+    widths = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in ln) for ln in lines]
+    assert max(widths) <= 40 + 2                                    # + one closing mark kept on its line
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost or reordered
+    assert not any(ln[0] in "、。）？" for ln in lines)               # no line opens with a closing mark
+    assert "0.25" in out                                             # ASCII words are not split
+
+
+def test_wrap_rejects_bad_input():
+    with pytest.raises(TypeError, match="str"):
+        lib.wrap(3.5)
+    with pytest.raises(ValueError, match="width"):
+        lib.wrap("abc", 0)

@@ -21,6 +21,7 @@ The checker fails on:
 - a translation that drops or alters math (``$...$``, ``$$...$$``), a glue key and its format, a
   reference target (``{ref}``, ``{numref}``, ``{doc}``, ``{eq}``, ``{term}``, ``{cite}``, ``{prf:ref}``),
   inline code, a link target, or a ``{field}`` of a code message;
+- a display-math block whose translation is not identical (Sphinx would render it empty);
 - unparsed emphasis: ``**`` or ``*`` left as literal characters when the translation is rendered
   (CommonMark does not close ``**...。**`` before a letter: put the 。 outside, or add a space);
 - a page declared finished in ``locales/<lang>/status.yml`` that is below 100 %.
@@ -157,6 +158,10 @@ def needs_translation(msgid: str) -> bool:
 def problems(entry: polib.POEntry) -> list[str]:
     src, dst = entry.msgid, entry.msgstr
     out = []
+    if src.startswith("\n") and dst not in ("", src):
+        # a display-math block (its message is the LaTeX between newlines): Sphinx inserts a
+        # translated one as reST, which MyST renders as an empty "\[::\]" on the page
+        out.append("display math translated (leave it empty or identical: it would render empty)")
     if Counter(m.strip() for m in MATH.findall(src)) != Counter(m.strip() for m in MATH.findall(dst)):
         out.append("math differs")
     if _targets(src) != _targets(dst):

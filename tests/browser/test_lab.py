@@ -102,7 +102,10 @@ def test_learner_notebook_in_jupyterlab(lab, chromium, lang):
 
     page.route("**/*", route)
     try:
-        page.goto(f"{lab}/lab/tree/{lang}/learner/{CHAPTER}.ipynb", wait_until="load", timeout=120_000)
+        # a workspace of its own (the default one would reopen the other language's notebook in a
+        # hidden tab, whose cells the locators below would find first)
+        page.goto(f"{lab}/lab/workspaces/book-{lang}/tree/{lang}/learner/{CHAPTER}.ipynb?reset",
+                  wait_until="load", timeout=120_000)
         page.wait_for_selector(".jp-RenderedMarkdown img[src^='data:image']", timeout=120_000)
         number = _glued_text(lang, "ch01_w00", ".3f")
         markdown = page.locator(".jp-RenderedMarkdown", has_text=number).first
