@@ -60,3 +60,15 @@ def test_glossary_terms_have_japanese():
     assert len(entries) >= 28
     missing = [t for t, d in entries if not re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", d)]
     assert not missing, f"terms without a Japanese equivalent: {missing}"
+
+
+def test_only_code_is_folded():
+    """The Japanese edition's fold buttons say コードを表示 (locales/ja/conf.yml): right only while the
+    chapters fold code (hide-input), not outputs or whole cells."""
+    import json
+
+    for nb in sorted((ROOT / "book").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            tags = set(cell.get("metadata", {}).get("tags", []))
+            assert not tags & {"hide-output", "hide-cell"}, \
+                f"{nb.name}: a folded output or cell; reword nb_code_prompt_show in locales/ja/conf.yml"

@@ -164,6 +164,29 @@ class SolutionTitlesFromTranslatedExercises(SphinxPostTransform):
                 registry[label]["node"] = node.deepcopy()
 
 
+class FullWidthParenthesesInExerciseTitles(SphinxPostTransform):
+    """sphinx-exercise joins a number and a short title as "Exercise 5.1 (title)", with half-width
+    parentheses; Japanese text takes full-width ones: "演習 5.1（タイトル）". Runs after
+    sphinx-exercise's title post-transforms (priorities 20-22), in editions other than English."""
+
+    default_priority = 23
+
+    def run(self, **kwargs):
+        if (self.app.config.language or "en") == "en":
+            return
+        from sphinx_exercise.nodes import (exercise_enumerable_node, exercise_node,
+                                           solution_node)
+
+        wide = {" (": "（", ")": "）"}
+        kinds = (exercise_node, exercise_enumerable_node, solution_node)
+        for node in self.document.findall(lambda n: isinstance(n, kinds)):
+            if not node.children or not isinstance(node.children[0], nodes.title):
+                continue
+            for text in list(node.children[0].findall(nodes.Text)):
+                if str(text) in wide:
+                    text.parent.replace(text, nodes.Text(wide[str(text)]))
+
+
 # 4. The language switch -------------------------------------------------------------------------------
 
 def _language_switch(app: Sphinx, pagename, templatename, context, doctree):
@@ -199,6 +222,7 @@ def setup(app: Sphinx):
     _project_catalogs(app)
     app.add_transform(ExerciseTitlesTranslatable)
     app.add_post_transform(SolutionTitlesFromTranslatedExercises)
+    app.add_post_transform(FullWidthParenthesesInExerciseTitles)
     app.connect("html-page-context", _language_switch)
     app.connect("build-finished", _learner_notebooks)
     return {"parallel_read_safe": False, "parallel_write_safe": True, "version": "1"}

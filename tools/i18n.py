@@ -152,6 +152,8 @@ def _plain(text: str) -> str:
 
 def needs_translation(msgid: str) -> bool:
     """False for a message with nothing to translate (only math, code, references, numbers)."""
+    if msgid.startswith("\n"):   # a display-math block: never translated (see problems)
+        return False
     return bool(re.search(r"[A-Za-z]{2,}", _plain(LINK.sub("]", msgid))))
 
 

@@ -34,3 +34,19 @@ def test_theme_words_are_japanese(page):
     assert not left, f"{page}: English theme words in the Japanese page: {left}"
     # the check can fail: the English page carries some of these words
     assert any(w in en for w in THEME_ENGLISH)
+
+
+EMPTY_MATH = re.compile(r"\\\[\s*::\s*\\\]")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_no_display_math_lost_in_translation(page):
+    """A translated display-math block comes out of Sphinx as reST that MyST renders as an empty
+    "\\[::\\]" (tools/i18n.py check forbids such translations; this checks the built pages)."""
+    for root in (EN, JA):
+        html = (root / page).read_text(encoding="utf-8")
+        assert not EMPTY_MATH.search(html), f"{root / page}: a display equation rendered empty"
+
+
+def test_empty_math_pattern_matches_what_sphinx_wrote():
+    assert EMPTY_MATH.search('<div class="math notranslate nohighlight">\n\\[::\\]\n</div>')
