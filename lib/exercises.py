@@ -384,7 +384,7 @@ def _positive_finite(name, value):
 
 
 def check_correlated_score_moments(answer, d_k, rho, *, sigma_q=1.0, sigma_k=1.0, scaled=True,
-                                   name="mean and variance") -> Verdict:
+                                   name: str | None = None) -> Verdict:
     """Check ``[mean, variance]`` of the score ``q·k/√d_k`` (``scaled=False``: of ``q·k``) (chapter 7).
 
     The inputs are the exercise's: ``d_k`` components, each pair (q_i, k_i) jointly normal with mean 0,
@@ -415,6 +415,7 @@ def check_correlated_score_moments(answer, d_k, rho, *, sigma_q=1.0, sigma_k=1.0
         raise ValueError(f"self-check set-up: rho must lie in [-1, 1]; got {rho!r}")
     sq, sk = _positive_finite("sigma_q", sigma_q), _positive_finite("sigma_k", sigma_k)
     d, r, s2 = int(d_k), float(rho), (sq * sk) ** 2
+    name = name or tr("mean and variance")
 
     if answer is None or answer is ...:
         return Verdict(False, tr("{name}: no answer yet. Replace `None` with your two numbers and run the "

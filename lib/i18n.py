@@ -72,16 +72,25 @@ def tr(message: str, /, **fields) -> str:
 def catalog(lang: str) -> dict[str, str]:
     """Every finished translation of ``lang``: English message -> translation (cached).
 
-    Reads all ``.po`` files under ``locales/<lang>/LC_MESSAGES`` (sorted; the first translation of a
-    message wins). Fuzzy, obsolete and empty entries are left out, so their English shows.
+    Reads all ``.po`` files under ``locales/<lang>/LC_MESSAGES``. A message can be in several
+    catalogs (lib's "attention weights" is also a glossary heading), so the translation of a string
+    that code shows is taken, in this order, from ``lib.po``, then from an entry a page's catalog
+    marks as code (``#. code``), then from any other entry (sorted by path; the first one wins).
+    Fuzzy, obsolete and empty entries are left out, so their English shows.
     """
     if lang not in _catalogs:
-        merged: dict[str, str] = {}
         folder = _locales_dir() / lang / "LC_MESSAGES"
-        for path in sorted(folder.rglob("*.po")) if folder.is_dir() else ():
-            for msgid, msgstr in read_po(path).items():
-                merged.setdefault(msgid, msgstr)
-        _catalogs[lang] = merged
+        paths = sorted(folder.rglob("*.po")) if folder.is_dir() else []
+        paths.sort(key=lambda p: p.name != "lib.po")          # lib.po first (stable sort)
+        code_layer: dict[str, str] = {}
+        other_layer: dict[str, str] = {}
+        for path in paths:
+            code: set[str] = set()
+            entries = read_po(path, code=code)
+            for msgid, msgstr in entries.items():
+                layer = code_layer if (path.name == "lib.po" or msgid in code) else other_layer
+                layer.setdefault(msgid, msgstr)
+        _catalogs[lang] = {**other_layer, **code_layer}
     return _catalogs[lang]
 
 
@@ -96,8 +105,11 @@ def _unquote(line: str, path, lineno) -> str:
     return re.sub(r"\\(.)", lambda e: _ESCAPES.get(e.group(1), "\\" + e.group(1)), m.group(1))
 
 
-def read_po(path) -> dict[str, str]:
+def read_po(path, *, code: set[str] | None = None) -> dict[str, str]:
     """The translated, non-fuzzy entries of one gettext ``.po`` file: ``{msgid: msgstr}``.
+
+    ``code``: if given, the msgids of the entries marked ``#. code`` (strings that code shows) are
+    added to it.
 
     A small reader for what Sphinx and sphinx-intl write (``msgctxt`` is read and ignored, plural forms
     are not used by this book); ``tests/test_i18n.py`` compares it with polib on real catalogs.
@@ -105,13 +117,16 @@ def read_po(path) -> dict[str, str]:
     out: dict[str, str] = {}
     entry: dict[str, str] = {}
     fuzzy = False
+    is_code = False
     field = None
 
     def flush():
-        nonlocal entry, fuzzy, field
+        nonlocal entry, fuzzy, field, is_code
         if entry.get("msgid") and entry.get("msgstr") and not fuzzy:
             out[entry["msgid"]] = entry["msgstr"]
-        entry, fuzzy, field = {}, False, None
+            if is_code and code is not None:
+                code.add(entry["msgid"])
+        entry, fuzzy, field, is_code = {}, False, None, False
 
     for lineno, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         line = raw.strip()
@@ -123,6 +138,10 @@ def read_po(path) -> dict[str, str]:
             if entry:                                 # flags start a new entry
                 flush()
             fuzzy = "fuzzy" in (f.strip() for f in line[2:].split(","))
+        elif line.startswith("#."):
+            if entry:                                 # comments start a new entry
+                flush()
+            is_code = is_code or line[2:].split() == ["code"]
         elif line.startswith("#"):
             continue
         elif line.startswith(("msgctxt ", "msgid ", "msgstr ")):

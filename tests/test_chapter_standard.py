@@ -72,3 +72,12 @@ def test_only_code_is_folded():
             tags = set(cell.get("metadata", {}).get("tags", []))
             assert not tags & {"hide-output", "hide-cell"}, \
                 f"{nb.name}: a folded output or cell; reword nb_code_prompt_show in locales/ja/conf.yml"
+
+
+def test_bibliography_has_no_latex_pybtex_cannot_render():
+    """pybtex (sphinxcontrib-bibtex) prints unknown LaTeX commands such as \\texttt literally."""
+    import re
+
+    bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    bad = sorted(set(re.findall(r"\\(?:texttt|textit|textbf|emph)\b", bib)))
+    assert not bad, f"references.bib uses {bad}: write the text plainly (braces keep its case)"

@@ -1,6 +1,7 @@
 """lib.i18n: the .po reader against polib (a reader nobody here wrote), and tr's language switch."""
 import textwrap
 import unicodedata
+from pathlib import Path
 
 import polib
 import pytest
@@ -130,3 +131,23 @@ def test_wrap_rejects_bad_input():
         lib.wrap(3.5)
     with pytest.raises(ValueError, match="width"):
         lib.wrap("abc", 0)
+
+
+def test_code_strings_prefer_lib_and_code_entries():
+    """A string lib shows takes lib.po's translation, a string a page's code shows takes a translation
+    marked as code, even where the same English is also prose elsewhere ("attention weights" is a
+    glossary heading, translated there with its English in brackets)."""
+    folder = Path(i18n.__file__).resolve().parents[1] / "locales" / "ja" / "LC_MESSAGES"
+    i18n._catalogs.clear()
+    cat = i18n.catalog("ja")
+    lib_entries = {e.msgid: e.msgstr for e in polib.pofile(str(folder / "lib.po"))
+                   if e.msgstr and not e.fuzzy and not e.obsolete}
+    assert lib_entries
+    for msgid, msgstr in lib_entries.items():
+        assert cat[msgid] == msgstr, msgid
+    for po_path in sorted((folder / "book").glob("*.po")):
+        for e in polib.pofile(str(po_path)):
+            if "code" in (e.comment or "").split() and e.msgstr and not e.fuzzy and e.msgid not in lib_entries:
+                others = {f.msgstr for p in (folder / "book").glob("*.po") for f in polib.pofile(str(p))
+                          if f.msgid == e.msgid and "code" in (f.comment or "").split() and f.msgstr}
+                assert cat[e.msgid] in others, (po_path.name, e.msgid)

@@ -187,6 +187,26 @@ class FullWidthParenthesesInExerciseTitles(SphinxPostTransform):
                     text.parent.replace(text, nodes.Text(wide[str(text)]))
 
 
+class TranslatedExecutionTableHeader(SphinxPostTransform):
+    """myst-nb writes the header of the execution-statistics table ({nb-exec-table}) in English; take
+    its words from the ``sphinx`` catalog (``locales/<lang>/LC_MESSAGES/sphinx.po``). After myst-nb's
+    table post-transform (priority 8)."""
+
+    default_priority = 9
+
+    WORDS = ("Document", "Modified", "Method", "Run Time (s)", "Status")
+
+    def run(self, **kwargs):
+        if (self.app.config.language or "en") == "en":
+            return
+        from sphinx.locale import _
+
+        for thead in self.document.findall(nodes.thead):
+            for text in list(thead.findall(nodes.Text)):
+                if str(text) in self.WORDS:
+                    text.parent.replace(text, nodes.Text(_(str(text))))
+
+
 # 4. The language switch -------------------------------------------------------------------------------
 
 def _language_switch(app: Sphinx, pagename, templatename, context, doctree):
@@ -223,6 +243,7 @@ def setup(app: Sphinx):
     app.add_transform(ExerciseTitlesTranslatable)
     app.add_post_transform(SolutionTitlesFromTranslatedExercises)
     app.add_post_transform(FullWidthParenthesesInExerciseTitles)
+    app.add_post_transform(TranslatedExecutionTableHeader)
     app.connect("html-page-context", _language_switch)
     app.connect("build-finished", _learner_notebooks)
     return {"parallel_read_safe": False, "parallel_write_safe": True, "version": "1"}

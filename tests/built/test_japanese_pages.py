@@ -50,3 +50,10 @@ def test_no_display_math_lost_in_translation(page):
 
 def test_empty_math_pattern_matches_what_sphinx_wrote():
     assert EMPTY_MATH.search('<div class="math notranslate nohighlight">\n\\[::\\]\n</div>')
+
+
+def test_execution_table_header_is_japanese():
+    en = (EN / "book" / "exec_stats.html").read_text(encoding="utf-8")
+    ja = (JA / "book" / "exec_stats.html").read_text(encoding="utf-8")
+    assert "Run Time (s)" in en                     # the words myst-nb writes (the check can fail)
+    assert "Run Time (s)" not in ja and "実行時間（秒）" in ja
