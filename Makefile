@@ -56,7 +56,7 @@ book: install
 	@echo "Learner notebooks: _build/notebooks/en/learner, _build/notebooks/ja/learner (make lab)"
 
 test: install
-	$(MAKE) -j$(JOBS) --output-sync=target html-en html-ja test-lib test-notebooks test-i18n \
+	$(MAKE) -k -j$(JOBS) --output-sync=target html-en html-ja test-lib test-notebooks test-i18n \
 	    test-learner-en test-learner-ja test-built test-browser
 
 test-lib: install

@@ -468,3 +468,25 @@ def test_no_request_left_the_machine():
         _unavailable("no page was opened in the browser, so there is no request count")
     print(f"{len(VISITED)} pages opened; {len(EXTERNAL)} requests tried to leave the machine")
     assert EXTERNAL == [], f"{len(EXTERNAL)} request(s) tried to leave the machine: {sorted(set(EXTERNAL))}"
+
+
+@pytest.mark.parametrize("paper", ["A4", "Letter"])
+@pytest.mark.parametrize("edition", ["", "ja/"], ids=["en", "ja"])
+def test_cheat_sheet_prints_on_one_page(browser, server, edition, paper):
+    """The cheat sheet is meant to be printed: one sheet of A4 or Letter, in either language, with a
+    browser's usual 10 mm margins (the theme's print style hides the navigation)."""
+    path = HTML_DIR / edition / "book" / "cheatsheet.html"
+    if not path.is_file():
+        _unavailable(f"{path} missing: build the book first")
+    page = browser.new_page()
+    try:
+        page.goto(f"{server}/{edition}book/cheatsheet.html", wait_until="networkidle", timeout=60_000)
+        page.wait_for_function("() => [...document.querySelectorAll('.math')].every("
+                               "m => m.querySelector('mjx-container'))", timeout=60_000)
+        page.emulate_media(media="print")
+        pdf = page.pdf(format=paper, margin={k: "10mm" for k in ("top", "right", "bottom", "left")})
+    finally:
+        page.close()
+    pages = len(__import__("re").findall(rb"/Type\s*/Page(?![a-zA-Z])", pdf))
+    assert pages >= 1, "no page found in the PDF (the counter is broken)"
+    assert pages == 1, f"{edition or 'en/'}book/cheatsheet.html prints on {pages} {paper} pages, not one"
