@@ -137,6 +137,7 @@ def build_html(lang: str) -> int:
     status = _sphinx("html", d["html"], d["doctrees"], overrides)
     if status == 0:
         d["hash"].write_text(new_hash + "\n")
+        _remove_orphan_pages(d["html"])
         if lang != "en":
             target = edition_dirs("en")["html"] / lang
             if target.exists():
@@ -144,6 +145,18 @@ def build_html(lang: str) -> int:
             shutil.copytree(d["html"], target)
         write_entry_page()
     return status
+
+
+def _remove_orphan_pages(html: Path) -> None:
+    """Sphinx never deletes an output page: a renamed or removed chapter would stay in the site (and
+    in the browser test) as a stale page. Remove every page of book/ whose source is gone."""
+    sources = {p.stem for p in (ROOT / "book").iterdir() if p.suffix in (".ipynb", ".md")}
+    for page in sorted((html / "book").glob("*.html")):
+        if page.stem not in sources:
+            print(f"build: removing {page.relative_to(BUILD)} (its source is gone)", flush=True)
+            page.unlink()
+            for extra in (html / "_sources" / "book").glob(page.stem + ".*"):
+                extra.unlink()
 
 
 def build_gettext() -> int:

@@ -334,7 +334,7 @@ def test_page(browser, server, page_path):
     assert not problems, f"{page_path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems)
 
 
-JAPANESE = __import__("re").compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+JAPANESE = __import__("re").compile(r"[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]")  # kana, kanji, Japanese punctuation
 ENGLISH_RUN = __import__("re").compile(r"[A-Za-z]{2,}(?:[ ,.;:'’-]+[A-Za-z]{2,}){3}")
 
 
