@@ -224,6 +224,11 @@ def _language_switch(app: Sphinx, pagename, templatename, context, doctree):
 
 # 5. Notebooks for learners and trainers -------------------------------------------------------------
 
+def _record_page(app: Sphinx, pagename, templatename, context, doctree):
+    """The pages this build writes (Sphinx writes only what changed): their notebooks are rewritten."""
+    app._book_pages_written.add(pagename)
+
+
 def _learner_notebooks(app: Sphinx, exception):
     if exception is not None or app.builder.name != "html":
         return
@@ -231,7 +236,7 @@ def _learner_notebooks(app: Sphinx, exception):
 
     from sphinx.util import logging
 
-    written = learner.write_all(app)
+    written = learner.write_all(app, app._book_pages_written)
     logging.getLogger(__name__).info(f"[bookext] {len(written)} learner and trainer notebooks in "
                                      f"_build/notebooks/{app.config.language or 'en'}/")
 
@@ -245,5 +250,7 @@ def setup(app: Sphinx):
     app.add_post_transform(FullWidthParenthesesInExerciseTitles)
     app.add_post_transform(TranslatedExecutionTableHeader)
     app.connect("html-page-context", _language_switch)
+    app._book_pages_written = set()
+    app.connect("html-page-context", _record_page)
     app.connect("build-finished", _learner_notebooks)
     return {"parallel_read_safe": False, "parallel_write_safe": True, "version": "1"}

@@ -486,13 +486,21 @@ def executed_notebook(app, path, source_nb):
         return None
 
 
-def write_all(app) -> list[Path]:
+def write_all(app, pages_written: set[str] | None = None) -> list[Path]:
+    """Write the notebooks of every chapter whose HTML page this build wrote (``pages_written``; all
+    chapters if None), and of any chapter whose notebooks are missing or older than this writer, so
+    that a warm rebuild after one prose edit rewrites one chapter's notebooks, not all of them."""
     lang = app.config.language or "en"
     base = ROOT / "_build" / "notebooks" / lang
+    writer_mtime = Path(__file__).stat().st_mtime
     written = []
     for docname in sorted(app.env.found_docs):
         path = Path(app.env.doc2path(docname))
         if path.suffix != ".ipynb":
+            continue
+        outs = [base / variant / path.name for variant in ("learner", "trainer")]
+        current = all(o.is_file() and o.stat().st_mtime >= writer_mtime for o in outs)
+        if pages_written is not None and docname not in pages_written and current:
             continue
         source_nb = nbformat.read(path, as_version=4)
         doctree = app.env.get_and_resolve_doctree(docname, app.builder)
