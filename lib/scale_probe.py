@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from .i18n import tr
+from .selfcheck import Shown
 
 __all__ = ["ScaleReport", "infer_scale"]
 
@@ -42,8 +43,8 @@ LAWS = {"1/sqrt(d_k)": (-0.5, 1.0), "1/d_k": (-1.0, 1.0), "2/d_k": (-1.0, 2.0), 
         "1": (0.0, 1.0)}
 
 
-@dataclass(frozen=True)
-class ScaleReport:
+@dataclass(frozen=True, repr=False)
+class ScaleReport(Shown):
     """What :func:`infer_scale` measured.
 
     ``verdict`` is ``"ok"`` when the function applies the expected scale, else one of
@@ -69,17 +70,6 @@ class ScaleReport:
     @property
     def ok(self) -> bool:
         return self.verdict == "ok"
-
-    def __bool__(self):
-        return self.ok
-
-    def __str__(self):
-        return ("✅ " if self.ok else "❌ ") + self.message
-
-    __repr__ = __str__
-
-    def _repr_markdown_(self):
-        return ("**✅** " if self.ok else "**❌** ") + self.message
 
 
 def _probe_arrays(d_k, d_v, S, x, batch_dims):

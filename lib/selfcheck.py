@@ -48,8 +48,55 @@ _CODE_SPAN = re.compile(r"(`[^`]*`)")
 _MD_SPECIAL = re.compile(r"([\\*_\[\]<>#|~])")
 
 
-@dataclass(frozen=True)
-class Verdict:
+def _md_escape(text: str) -> str:
+    """Text that Markdown shows as written (``d_k`` not italic, ``**`` not bold)."""
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+class Shown:
+    """How the result of a check shows to a learner: ✅ or ❌, a bold label (if any), then the message.
+
+    Shared by :class:`Verdict` and :class:`lib.scale_probe.ScaleReport`; a subclass has ``ok`` and
+    ``message`` and may override :meth:`_label`. In a notebook the result shows as rich text (HTML,
+    or Markdown where HTML is not rendered) with the same words in both: backtick spans as code,
+    everything else escaped, so that ``d_k`` or ``d ** 1 / 2`` in a message stays as written.
+    """
+
+    def _label(self) -> str:
+        return ""
+
+    def __bool__(self):
+        return bool(self.ok)
+
+    def __str__(self):
+        return ("✅ " if self.ok else "❌ ") + self.message
+
+    def __repr__(self):
+        return str(self)
+
+    def _head(self, escape) -> str:
+        mark, label = ("✅" if self.ok else "❌"), self._label()
+        return f"{mark} {escape(label)}" if label else mark
+
+    def _repr_markdown_(self):
+        body = "".join(part if part.startswith("`") and part.endswith("`") and len(part) > 1
+                       else _md_escape(part) for part in _CODE_SPAN.split(self.message))
+        return f"**{self._head(_md_escape)}** {body}"
+
+    def _repr_html_(self):
+        parts = []
+        for part in _CODE_SPAN.split(self.message):
+            if part.startswith("`") and part.endswith("`") and len(part) > 1:
+                parts.append(f"<code>{html.escape(part[1:-1])}</code>")
+            else:
+                parts.append(html.escape(part))
+        kind = "ok" if self.ok else "not-yet"
+        return (f'<p class="selfcheck-verdict selfcheck-{kind}">'
+                f"<strong>{self._head(html.escape)}</strong> {''.join(parts)}</p>")
+
+
+@dataclass(frozen=True, repr=False)
+class Verdict(Shown):
     """The result of a self-check: ``ok``, a message for the learner, and the mistake recognised.
 
     ``mistake`` is ``None`` for a right answer or an unrecognised wrong one from :func:`check_array`;
@@ -63,35 +110,8 @@ class Verdict:
     message: str
     mistake: str | None = None
 
-    def __bool__(self):
-        return self.ok
-
-    def __str__(self):
-        return ("✅ " if self.ok else "❌ ") + self.message
-
-    __repr__ = __str__
-
     def _label(self):
         return tr("Correct.") if self.ok else tr("Not yet.")
-
-    def _repr_markdown_(self):
-        # Backtick spans stay code; everything else is escaped so that e.g. "Σ_m" is not italics.
-        body = "".join(part if part.startswith("`") and part.endswith("`") and len(part) > 1
-                       else _MD_SPECIAL.sub(r"\\\1", part) for part in _CODE_SPAN.split(self.message))
-        return f"**{'✅' if self.ok else '❌'} {self._label()}** {body}"
-
-    def _repr_html_(self):
-        # The same words as the Markdown form: label in bold, backtick spans as <code>, the rest escaped.
-        parts = []
-        for part in _CODE_SPAN.split(self.message):
-            if part.startswith("`") and part.endswith("`") and len(part) > 1:
-                parts.append(f"<code>{html.escape(part[1:-1])}</code>")
-            else:
-                parts.append(html.escape(part))
-        kind = "ok" if self.ok else "not-yet"
-        return (f'<p class="selfcheck-verdict selfcheck-{kind}">'
-                f"<strong>{'✅' if self.ok else '❌'} {html.escape(self._label())}</strong> "
-                f"{''.join(parts)}</p>")
 
 
 # ---------------------------------------------------------------------------

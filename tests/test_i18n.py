@@ -145,9 +145,12 @@ def test_code_strings_prefer_lib_and_code_entries():
     assert lib_entries
     for msgid, msgstr in lib_entries.items():
         assert cat[msgid] == msgstr, msgid
+    code_translations: dict[str, set[str]] = {}
     for po_path in sorted((folder / "book").glob("*.po")):
         for e in polib.pofile(str(po_path)):
-            if "code" in (e.comment or "").split() and e.msgstr and not e.fuzzy and e.msgid not in lib_entries:
-                others = {f.msgstr for p in (folder / "book").glob("*.po") for f in polib.pofile(str(p))
-                          if f.msgid == e.msgid and "code" in (f.comment or "").split() and f.msgstr}
-                assert cat[e.msgid] in others, (po_path.name, e.msgid)
+            if "code" in (e.comment or "").split() and e.msgstr and not e.fuzzy:
+                code_translations.setdefault(e.msgid, set()).add(e.msgstr)
+    assert code_translations
+    for msgid, translations in code_translations.items():
+        if msgid not in lib_entries:
+            assert cat[msgid] in translations, msgid

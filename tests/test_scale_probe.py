@@ -127,3 +127,18 @@ def test_bad_arguments():
         lib.infer_scale(lambda q, k, v: v, expected=lambda d: 0.0)
     with pytest.raises(ValueError, match="rtol"):
         lib.infer_scale(lambda q, k, v: v, rtol=0.5)
+
+
+def test_report_shows_its_message_as_written():
+    """In a notebook a report renders like a self-check verdict: d_k and `code` stay as written
+    (unescaped Markdown would turn d_k ... 1/d_k into italics and ** into bold)."""
+    def twice(q, k, v):
+        return lib.softmax(q @ np.swapaxes(k, -1, -2) / q.shape[-1]) @ v
+
+    r = lib.infer_scale(twice)
+    assert not r and r.verdict == "double" and "d_k" in r.message
+    md = r._repr_markdown_()
+    assert md.startswith("**❌** ") and "d\\_k" in md and "d_k" not in md.replace("d\\_k", "")
+    h = r._repr_html_()
+    assert h.startswith('<p class="selfcheck-verdict selfcheck-not-yet"><strong>❌</strong> ')
+    assert str(r) == repr(r) == "❌ " + r.message

@@ -150,9 +150,14 @@ def _plain(text: str) -> str:
     return CODE.sub("", MATH.sub("", ROLE.sub("", text)))
 
 
+def _is_display_math(msgid: str) -> bool:
+    """A display-math block: its message is the LaTeX between newlines (prose never starts with one)."""
+    return msgid.startswith("\n")
+
+
 def needs_translation(msgid: str) -> bool:
     """False for a message with nothing to translate (only math, code, references, numbers)."""
-    if msgid.startswith("\n"):   # a display-math block: never translated (see problems)
+    if _is_display_math(msgid):   # never translated (see problems)
         return False
     return bool(re.search(r"[A-Za-z]{2,}", _plain(LINK.sub("]", msgid))))
 
@@ -160,9 +165,9 @@ def needs_translation(msgid: str) -> bool:
 def problems(entry: polib.POEntry) -> list[str]:
     src, dst = entry.msgid, entry.msgstr
     out = []
-    if src.startswith("\n") and dst not in ("", src):
-        # a display-math block (its message is the LaTeX between newlines): Sphinx inserts a
-        # translated one as reST, which MyST renders as an empty "\[::\]" on the page
+    if _is_display_math(src) and dst not in ("", src):
+        # Sphinx inserts a translated display-math block as reST, which MyST renders as an empty
+        # "\[::\]" on the page
         out.append("display math translated (leave it empty or identical: it would render empty)")
     if Counter(m.strip() for m in MATH.findall(src)) != Counter(m.strip() for m in MATH.findall(dst)):
         out.append("math differs")
