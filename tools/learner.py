@@ -34,6 +34,8 @@ import nbformat
 from docutils import nodes
 from sphinx import addnodes
 
+from upstream import cell_index_of_line, code_source, executed_notebook, is_code_cell
+
 ROOT = Path(__file__).resolve().parents[1]
 
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
@@ -315,17 +317,6 @@ class Writer:
         return quote(f"**{title}**\n\n{body}")
 
 
-def is_code_cell(node) -> bool:
-    return isinstance(node, nodes.container) and node.get("nb_element") == "cell_code"
-
-
-def code_source(container) -> str:
-    for c in container.findall(nodes.literal_block):
-        if c.parent.get("nb_element") == "cell_code_source":
-            return c.astext()
-    return ""
-
-
 def summary(node) -> str:
     """A title as HTML for ``<summary>`` (no Markdown is rendered there): text escaped, math as $...$."""
     if isinstance(node, nodes.Text):
@@ -413,8 +404,8 @@ def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
 
     def place(node):
         line = node.line or 0
-        if line >= 10000:
-            index = line // 10000 - 1
+        index = cell_index_of_line(line)
+        if index is not None:
             if index != md_cell[0]:
                 emit_hidden(index)
                 flush()
@@ -472,18 +463,6 @@ def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
         if "id" not in cell:
             cell["id"] = nbformat.corpus.words.generate_corpus_id()
     return nb
-
-
-def executed_notebook(app, path, source_nb):
-    """The source notebook merged with its cached outputs (jupyter-cache), or None."""
-    from jupyter_cache import get_cache
-
-    try:
-        cache = get_cache(app.env.mystnb_config.execution_cache_path)
-        _, merged = cache.merge_match_into_notebook(copy.deepcopy(source_nb))
-        return merged
-    except Exception:  # noqa: BLE001 - not executed or not cached: the trainer's notebook has no outputs
-        return None
 
 
 def write_all(app, pages_written: set[str] | None = None) -> list[Path]:
