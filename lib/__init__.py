@@ -4,7 +4,10 @@ NumPy path: works without torch.  Torch path: pass torch tensors (CPU or CUDA).
 
 Layout (one module per idea; each lists its public names in ``__all__``):
 
-- ``attention``  softmax, its Jacobian, scaled dot-product attention, heads, masks (ch. 01, 04, 07)
+- ``attention``  softmax, its Jacobian, scaled dot-product attention as the formula reads, heads, masks
+                 (ch. 01, 04, 07)
+- ``fast``       ``attention_fast``: the same attention with chapter 9's speed-ups (``make bench``)
+- ``checks``     argument checks shared by the modules (one meaning of ``scale=``)
 - ``metrics``    entropy, Jacobian norm, random-attention statistics (ch. 05-07)
 - ``simulate``   Monte Carlo of dot products and exam scores (ch. 02, 03, 06)
 - ``saturation`` softmax saturation helpers (ch. 05)
@@ -24,10 +27,11 @@ that ``import lib`` works where torch is not installed (tests/test_no_torch.py).
 from __future__ import annotations
 
 from . import attention, blockwise, exercises, i18n, metrics, modern, saturation, selfcheck, simulate
-from . import scale_probe, timing
+from . import checks, fast, scale_probe, timing
 from .attention import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
 from .exercises import *  # noqa: F401,F403
+from .fast import *  # noqa: F401,F403
 from .i18n import language, set_language, tr, wrap  # noqa: F401
 from .metrics import *  # noqa: F401,F403
 from .modern import *  # noqa: F401,F403
@@ -50,6 +54,7 @@ __all__ = [
     *attention.__all__,
     *blockwise.__all__,
     *exercises.__all__,
+    *fast.__all__,
     "language", "set_language", "tr",
     *metrics.__all__,
     *modern.__all__,

@@ -5,15 +5,15 @@ tensors (the torch path, on the tensors' own device, keeping autograd).  The
 book's chapters call these; ``tests/`` proves them against PyTorch's own
 ``softmax``, ``scaled_dot_product_attention`` and autograd.
 
-Chapter 01 explains the formula; chapter 05 the softmax Jacobian.
+Chapter 01 explains the formula; chapter 05 the softmax Jacobian. Each function here is the
+reference: it reads like the formula. The speed-ups chapter 09 shows are in ``lib.fast``.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from ._backend import check_same_family, dtype_kind, is_torch, torch_module
+from .checks import check_qkv, resolve_scale
 
 __all__ = [
     "softmax",
@@ -118,60 +118,12 @@ def causal_mask(L: int, S: int | None = None, *, like=None):
 
 
 # --------------------------------------------------------------------------- attention
-def _shape(x):
-    return tuple(x.shape)
+# The checks live in lib.checks; these two names stay for lib.blockwise.
+_check_qkv = check_qkv
 
 
-def _check_qkv(q, k, v, mask):
-    """Validate kinds, dtypes and shapes; return the batch shape of the output."""
-    for name, a in (("q", q), ("k", k), ("v", v)):
-        kind = dtype_kind(a)
-        if kind != "float":
-            raise TypeError(
-                f"{name} has dtype {a.dtype} ({kind}); attention needs floating-point q, k, v "
-                f"(convert with .astype(np.float64) or .float())"
-            )
-        if a.ndim < 2:
-            raise ValueError(f"{name} must have at least 2 dimensions (..., length, features); got shape {_shape(a)}")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"d_k differs: q has shape {_shape(q)} and k has shape {_shape(k)}; "
-            f"their last dimensions ({q.shape[-1]} and {k.shape[-1]}) must be equal"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"key and value lengths differ: k has shape {_shape(k)} and v has shape {_shape(v)}; "
-            f"their second-to-last dimensions ({k.shape[-2]} and {v.shape[-2]}) must be equal"
-        )
-    try:
-        batch = np.broadcast_shapes(_shape(q)[:-2], _shape(k)[:-2], _shape(v)[:-2])
-    except ValueError:
-        raise ValueError(
-            f"batch dimensions do not broadcast: q {_shape(q)}, k {_shape(k)}, v {_shape(v)}"
-        ) from None
-    L, S = q.shape[-2], k.shape[-2]
-    scores_shape = (*batch, L, S)
-    if mask is not None:
-        kind = dtype_kind(mask)
-        if kind not in ("bool", "float"):
-            raise TypeError(
-                f"mask has dtype {mask.dtype}; use a boolean mask (True = may attend) "
-                "or a floating additive mask (0 or -inf)"
-            )
-        try:
-            ok = np.broadcast_shapes(_shape(mask), scores_shape) == scores_shape
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(
-                f"mask of shape {_shape(mask)} does not broadcast to the scores' shape "
-                f"(..., L, S) = {scores_shape} (q {_shape(q)}, k {_shape(k)})"
-            )
-    return batch, L, S
-
-
-def _default_scale(d_k: int, scale):
-    return 1.0 / math.sqrt(d_k) if scale is None else float(scale)
+def _default_scale(d_k: int, scale) -> float:
+    return resolve_scale(d_k, scale)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, is_causal=False, return_weights=False):
@@ -180,6 +132,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, is_causal=Fa
     Shapes: q (..., L, d_k), k (..., S, d_k), v (..., S, d_v) → out (..., L, d_v);
     with ``return_weights=True`` returns ``(out, weights)``, weights (..., L, S).
 
+    This is the reference: the formula as written, step by step (chapter 01). The speed-ups of
+    chapter 09 live in :func:`lib.fast.attention_fast`, tested against this function and PyTorch.
+
     - NumPy arrays take the NumPy path; torch tensors the torch path on their own
       device (autograd kept).  Without weights the torch path calls
       ``torch.nn.functional.scaled_dot_product_attention``; with weights it
@@ -187,100 +142,62 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, is_causal=Fa
     - ``mask`` follows PyTorch's ``attn_mask``: boolean (True = may attend) or a
       float mask added to the scores, broadcastable to (..., L, S).
     - ``is_causal=True`` lets query i see keys j ≤ i (top-left aligned).
-    - ``scale=1.0`` is the unscaled variant that the experiments compare against.
+    - ``scale=None`` is 1/√d_k; ``scale=1.0`` is the unscaled variant the experiments compare against.
     - A query row with nothing to attend to gives zeros, as PyTorch does.
 
     Raises ``ValueError`` for disagreeing shapes and ``TypeError`` for integer or
-    boolean q, k, v or for NumPy and torch mixed in one call.
+    boolean q, k, v, for a scale that is not a number, or for NumPy and torch mixed in one call.
     """
-    fam = check_same_family(q=q, k=k, v=v, mask=mask)
-    if fam == "numpy":
-        q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
-        mask = None if mask is None else np.asarray(mask)
-    _check_qkv(q, k, v, mask)
-    if is_causal and mask is not None:
-        raise ValueError("give either mask or is_causal=True, not both (combine them into one mask)")
-    s = _default_scale(q.shape[-1], scale)
+    fam, q, k, v, mask, s = prepare(q, k, v, mask, scale, is_causal)
     if fam == "torch":
         return _attention_torch(q, k, v, mask, s, is_causal, return_weights)
     return _attention_numpy(q, k, v, mask, s, is_causal, return_weights)
 
 
-# Below this bound on every |score| (float32: e^±30, float64: e^±300) exp(score) can neither overflow
-# nor lose the row to underflow, so the softmax may skip subtracting the row maximum (chapter 09).
-_NO_SHIFT_BOUND = {np.dtype(np.float32): 30.0, np.dtype(np.float64): 300.0}
-
-
-def _scores_need_shift(qs, k, v, dtype, S) -> bool:
-    """True unless Cauchy–Schwarz proves exp(q·k·scale) safe without the max shift.
-
-    |q_i·k_j·scale| ≤ max_i ‖q_i scale‖ · max_j ‖k_j‖; the products with v stay finite as long as
-    S · e^bound · max|v| stays far below the largest float.  Costs O((L + S)·d), not O(L·S).
-    """
-    limit = _NO_SHIFT_BOUND.get(dtype)
-    if limit is None or qs.size == 0 or k.size == 0:
-        return True
-    with np.errstate(over="ignore", invalid="ignore"):
-        bound = math.sqrt(float(np.max(np.einsum("...i,...i->...", qs, qs))) *
-                          float(np.max(np.einsum("...i,...i->...", k, k))))
-        vmax = max(float(v.max()), -float(v.min())) if v.size else 0.0
-    if not (math.isfinite(bound) and math.isfinite(vmax)) or bound > limit:
-        return True
-    return bound + math.log(S) + math.log(max(vmax, 1.0)) > math.log(np.finfo(dtype).max) - 8.0
+def prepare(q, k, v, mask, scale, is_causal):
+    """Validate one attention call; return (family, q, k, v, mask, scale as a float)."""
+    fam = check_same_family(q=q, k=k, v=v, mask=mask)
+    if fam == "numpy":
+        q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+        mask = None if mask is None else np.asarray(mask)
+    check_qkv(q, k, v, mask)
+    if is_causal and mask is not None:
+        raise ValueError("give either mask or is_causal=True, not both (combine them into one mask)")
+    return fam, q, k, v, mask, resolve_scale(q.shape[-1], scale)
 
 
 def _attention_numpy(q, k, v, mask, scale, is_causal, return_weights):
-    dtype = np.result_type(q, k, v)
-    q, k, v = (a.astype(dtype, copy=False) for a in (q, k, v))
-    L, S = q.shape[-2], k.shape[-2]
     if is_causal:
-        mask = causal_mask(L, S)
-    # Scale q (L·d_k numbers) rather than the scores (L·S numbers): same result, less work.
-    qs = q * dtype.type(scale)
-    scores = np.matmul(qs, k.swapaxes(-1, -2))  # (..., L, S)
-    bool_mask = mask is not None and mask.dtype == np.bool_
-    if bool_mask:
-        if scores.shape != np.broadcast_shapes(scores.shape, mask.shape):
-            scores = np.broadcast_to(scores, np.broadcast_shapes(scores.shape, mask.shape)).copy()
-        np.copyto(scores, -np.inf, where=~mask)  # in place: masked keys get weight exactly 0
+        mask = causal_mask(q.shape[-2], k.shape[-2])
+    scores = (q @ k.swapaxes(-1, -2)) * scale           # (..., L, S)
+    if mask is not None and mask.dtype == np.bool_:
+        scores = np.where(mask, scores, -np.inf)        # masked keys get weight exactly 0
     elif mask is not None:
-        scores = scores + mask.astype(dtype, copy=False)
-    # The row maximum is subtracted only where the scores could overflow exp (or where an additive
-    # mask could move them anywhere); exp(s - m) / Σ exp(s - m) = exp(s) / Σ exp(s) exactly otherwise.
-    if (mask is not None and not bool_mask) or _scores_need_shift(qs, k, v, dtype, S):
-        m = scores.max(axis=-1, keepdims=True)
-        m[np.isneginf(m)] = 0.0  # a fully masked row: exp(-inf) = 0 everywhere, sum 0
-        np.subtract(scores, m, out=scores)
-    np.exp(scores, out=scores)  # unnormalised weights
-    denom = np.matmul(scores, np.ones((S, 1), dtype=dtype))  # row sums, (..., L, 1); BLAS beats .sum() here
-    denom[denom == 0] = 1.0  # that row's weights and output stay 0
-    if return_weights:
-        np.divide(scores, denom, out=scores)
-        return np.matmul(scores, v), scores
-    # Normalise after the second product: L·d_v divisions instead of L·S.
-    out = np.matmul(scores, v)
-    return np.divide(out, denom, out=out)
+        scores = scores + mask.astype(scores.dtype, copy=False)
+    weights = softmax(scores)                           # (..., L, S); a fully masked row gives zeros
+    out = weights @ v                                   # (..., L, d_v)
+    return (out, weights) if return_weights else out
 
 
 def _attention_torch(q, k, v, mask, scale, is_causal, return_weights):
     torch = torch_module()
-    F = torch.nn.functional
     if mask is not None and mask.dtype != torch.bool:
         mask = mask.to(q.dtype)
     if not return_weights:
-        if q.ndim != 4 and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and (mask is None or mask.ndim <= 2):
-            # PyTorch chooses its fused CPU kernel only for 4-D (batch, heads, L, d) inputs; other ranks
-            # fall back to its unfused math path (chapter 09). Same numbers, so present them as 4-D.
-            batch = q.shape[:-2]
-            q4, k4, v4 = (t.reshape(-1, 1, *t.shape[-2:]) for t in (q, k, v))  # (N, 1, L|S, d)
-            out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, is_causal=is_causal, scale=scale)
-            return out.reshape(*batch, *out.shape[-2:])  # (..., L, d_v)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                                is_causal=is_causal, scale=scale)
+    return explicit_torch(q, k, v, mask, scale, is_causal)
+
+
+def explicit_torch(q, k, v, mask, scale, is_causal):
+    """softmax(q kᵀ · scale + mask) v on tensors, returning (out, weights); rows with nothing to
+    attend to give zeros (``torch.softmax`` alone would give NaN there, in the output and the gradient)."""
+    torch = torch_module()
     L, S = q.shape[-2], k.shape[-2]
     if is_causal:
         mask = causal_mask(L, S, like=q)
     scores = (q * scale) @ k.transpose(-2, -1)  # (..., L, S); scaling q is L·d_k multiplications, not L·S
-    dead = None  # rows with nothing to attend to: torch.softmax would give NaN there, lib gives 0
+    dead = None
     if mask is not None:
         if mask.dtype == torch.bool:
             dead = ~mask.any(dim=-1, keepdim=True)
@@ -289,8 +206,7 @@ def _attention_torch(q, k, v, mask, scale, is_causal, return_weights):
             dead = torch.isneginf(mask).all(dim=-1, keepdim=True)
             scores = scores + mask
         if bool(dead.any()):
-            # a finite row in, zeros out: no NaN in the output or in the gradient
-            scores = scores.masked_fill(dead, 0.0)
+            scores = scores.masked_fill(dead, 0.0)      # a finite row in, zeros out
         else:
             dead = None
     weights = torch.softmax(scores, dim=-1)  # one fused kernel, max-shifted inside

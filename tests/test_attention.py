@@ -17,6 +17,13 @@ from conftest import input_grads
 from conftest import make_qkv as _make
 
 DTYPES = [np.float32, np.float64]
+# the reference (the formula as written) and the fast path (chapter 9's speed-ups) pass the same checks
+IMPLS = [lib.scaled_dot_product_attention, lib.attention_fast]
+
+
+@pytest.fixture(params=IMPLS, ids=["reference", "fast"])
+def attn(request):
+    return request.param
 
 # (batch shape, L, S, d_k, d_v): plain, extra batch dims, L != S, d_v != d_k, a single query
 SHAPES = [((), 4, 4, 8, 8), ((2,), 5, 7, 16, 3), ((2, 3), 6, 6, 4, 5), ((3, 1, 2), 1, 9, 32, 2)]
@@ -41,26 +48,26 @@ def _ref(q, k, v, mask=None, scale=None, is_causal=False):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("scale", [None, 1.0, 0.3])
-def test_numpy_matches_torch(rng, dtype, shape, scale):
+def test_numpy_matches_torch(rng, dtype, shape, scale, attn):
     q, k, v = _make(rng, *shape, dtype)
-    out, w = lib.scaled_dot_product_attention(q, k, v, scale=scale, return_weights=True)
+    out, w = attn(q, k, v, scale=scale, return_weights=True)
     ref_out, ref_w = _ref(q, k, v, scale=scale)
     assert out.dtype == dtype and w.dtype == dtype
     assert out.shape == ref_out.shape and w.shape == ref_w.shape
     np.testing.assert_allclose(out, ref_out, **TOL[dtype])
     np.testing.assert_allclose(w, ref_w, **TOL[dtype])
-    np.testing.assert_allclose(lib.scaled_dot_product_attention(q, k, v, scale=scale), ref_out, **TOL[dtype])
+    np.testing.assert_allclose(attn(q, k, v, scale=scale), ref_out, **TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("return_weights", [False, True])
-def test_torch_path_matches_torch(rng, dtype, device, shape, return_weights):
+def test_torch_path_matches_torch(rng, dtype, device, shape, return_weights, attn):
     q, k, v = _make(rng, *shape, dtype)
     ref_out, ref_w = _ref(q, k, v)
     tq, tk, tv = (torch.from_numpy(a).to(device) for a in (q, k, v))
-    res = lib.scaled_dot_product_attention(tq, tk, tv, return_weights=return_weights)
+    res = attn(tq, tk, tv, return_weights=return_weights)
     out = res[0] if return_weights else res
     assert isinstance(out, torch.Tensor) and out.device.type == device and out.dtype == TORCH_DTYPE[dtype]
     tol = TOL[dtype] if device == "cpu" else dict(rtol=1e-3, atol=1e-3)  # TF32 may be on for CUDA matmuls
@@ -77,7 +84,7 @@ def _bool_mask(rng, shape, L, S):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ["bool", "additive", "bool-broadcast", "additive-broadcast", "causal"])
-def test_masks_match_torch(rng, dtype, kind):
+def test_masks_match_torch(rng, dtype, kind, attn):
     batch, L, S, d_k, d_v = (2, 3), 5, 6, 8, 4
     q, k, v = _make(rng, batch, L, S, d_k, d_v, dtype)
     mask, causal = None, False
@@ -89,7 +96,7 @@ def test_masks_match_torch(rng, dtype, kind):
         mask[..., 0] = 0.0
     else:
         causal = True
-    out, w = lib.scaled_dot_product_attention(q, k, v, mask, is_causal=causal, return_weights=True)
+    out, w = attn(q, k, v, mask, is_causal=causal, return_weights=True)
     ref_out, ref_w = _ref(q, k, v, mask, is_causal=causal)
     np.testing.assert_allclose(out, ref_out, **TOL[dtype])
     np.testing.assert_allclose(w, ref_w, **TOL[dtype])
@@ -99,35 +106,35 @@ def test_masks_match_torch(rng, dtype, kind):
     tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
     tm = None if mask is None else torch.from_numpy(mask)
     for rw in (False, True):
-        res = lib.scaled_dot_product_attention(tq, tk, tv, tm, is_causal=causal, return_weights=rw)
+        res = attn(tq, tk, tv, tm, is_causal=causal, return_weights=rw)
         np.testing.assert_allclose((res[0] if rw else res).numpy(), ref_out, **TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_fully_masked_row_gives_zeros_like_torch(rng, dtype):
+def test_fully_masked_row_gives_zeros_like_torch(rng, dtype, attn):
     q, k, v = _make(rng, (2,), 3, 4, 8, 5, dtype)
     mask = np.ones((3, 4), dtype=bool)
     mask[1] = False  # query 1 may attend to nothing
     ref_out, _ = _ref(q, k, v, mask)
     assert np.all(ref_out[:, 1] == 0)  # what PyTorch does
-    out, w = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    out, w = attn(q, k, v, mask, return_weights=True)
     assert np.all(out[:, 1] == 0) and np.all(w[:, 1] == 0)
     assert np.all(np.isfinite(out))
     np.testing.assert_allclose(out, ref_out, **TOL[dtype])
-    t = lib.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), torch.from_numpy(mask),
+    t = attn(*(torch.from_numpy(a) for a in (q, k, v)), torch.from_numpy(mask),
                                          return_weights=True)
     assert torch.all(t[0][:, 1] == 0) and torch.all(t[1][:, 1] == 0)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_fused_and_explicit_torch_paths_agree_with_gradients(dtype):
+def test_fused_and_explicit_torch_paths_agree_with_gradients(dtype, attn):
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 4, 6, 16, generator=g, dtype=dtype, requires_grad=True) for _ in range(3))
     mask = torch.rand(6, 6, generator=g) < 0.7
     mask[:, 0] = True
     up = torch.randn(2, 4, 6, 16, generator=g, dtype=dtype)  # an upstream gradient of order 1
-    fused = input_grads(lambda: lib.scaled_dot_product_attention(q, k, v, mask), (q, k, v), up)
-    explicit = input_grads(lambda: lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)[0],
+    fused = input_grads(lambda: attn(q, k, v, mask), (q, k, v), up)
+    explicit = input_grads(lambda: attn(q, k, v, mask, return_weights=True)[0],
                            (q, k, v), up)
     # gradients sum more float32 products than outputs do: relative 1e-4 there, 1e-10 in float64
     tol = dict(rtol=1e-4, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
@@ -140,46 +147,59 @@ def test_fused_and_explicit_torch_paths_agree_with_gradients(dtype):
 
 
 @pytest.mark.parametrize("shape", [(7, 16), (3, 7, 16), (2, 3, 5, 7, 16)])
-def test_torch_path_uses_the_fused_kernel_for_any_rank(rng, shape):
-    """PyTorch picks its fused CPU kernel only for 4-D inputs; lib presents other ranks as 4-D.
-
-    Checked by the numbers (equal to PyTorch's math on the original shape) and by the backend that
-    PyTorch's dispatcher chooses for the 4-D view.
-    """
+def test_torch_path_any_rank_equals_sdpa(rng, shape, attn):
+    """Any rank gives PyTorch's numbers and shape (the fast path presents them to SDPA as 4-D)."""
     q, k, v = (torch.from_numpy(rng.standard_normal(shape)) for _ in range(3))
-    ref = F.scaled_dot_product_attention(q, k, v)
     for causal in (False, True):
-        torch.testing.assert_close(lib.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                                   F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                                   rtol=1e-10, atol=1e-10)
-    assert lib.scaled_dot_product_attention(q, k, v).shape == ref.shape
-    q4 = q.reshape(-1, 1, *shape[-2:]).float()
-    assert torch._fused_sdp_choice(q4, q4, q4) == torch.nn.attention.SDPBackend.FLASH_ATTENTION.value
-    if len(shape) == 3:  # the reason for the reshape: a 3-D input gets the unfused math path
-        q3 = q.float()
-        assert torch._fused_sdp_choice(q3, q3, q3) == torch.nn.attention.SDPBackend.MATH.value
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        got = attn(q, k, v, is_causal=causal)
+        assert got.shape == ref.shape
+        torch.testing.assert_close(got, ref, rtol=1e-10, atol=1e-10)
 
 
-def test_default_scale_is_one_over_sqrt_dk(rng):
+def test_fast_path_shifts_by_the_maximum_when_exp_could_overflow(rng):
+    """Scores far beyond exp's range (|q·k| ~ 1e4) need the max shift; small ones may skip it. Both
+    give the reference's numbers (and PyTorch's): the skip changes the work, never the result."""
+    for size in (1e-2, 1.0, 1e3):
+        q, k, v = (rng.standard_normal((3, 6, 32)) * size for _ in range(3))
+        for dtype in (np.float32, np.float64):
+            a, b, c = (x.astype(dtype) for x in (q, k, v))
+            fast, ref = lib.attention_fast(a, b, c), lib.scaled_dot_product_attention(a, b, c)
+            assert np.all(np.isfinite(fast))
+            np.testing.assert_allclose(fast, ref, **TOL[dtype])
+            np.testing.assert_allclose(fast, _ref(a, b, c)[0], **TOL[dtype])
+
+
+def test_scale_has_one_meaning():
+    q = np.eye(2)
+    with pytest.raises(TypeError, match=r"scale=None"):
+        lib.scaled_dot_product_attention(q, q, q, scale="sqrt")
+    with pytest.raises(TypeError, match="real number"):
+        lib.attention_fast(q, q, q, scale=True)
+    with pytest.raises(ValueError, match="finite"):
+        lib.scaled_dot_product_attention(q, q, q, scale=float("inf"))
+
+
+def test_default_scale_is_one_over_sqrt_dk(rng, attn):
     q, k, v = _make(rng, (), 3, 5, 64, 4, np.float64)
-    a = lib.scaled_dot_product_attention(q, k, v)
-    b = lib.scaled_dot_product_attention(q, k, v, scale=1 / 8)
-    c = lib.scaled_dot_product_attention(q, k, v, scale=1.0)
+    a = attn(q, k, v)
+    b = attn(q, k, v, scale=1 / 8)
+    c = attn(q, k, v, scale=1.0)
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, c)
 
 
-def test_weights_are_a_distribution_and_unscaled_is_sharper(rng):
+def test_weights_are_a_distribution_and_unscaled_is_sharper(rng, attn):
     q, k, v = _make(rng, (), 8, 16, 256, 4, np.float64)
-    _, w_scaled = lib.scaled_dot_product_attention(q, k, v, return_weights=True)
-    _, w_raw = lib.scaled_dot_product_attention(q, k, v, scale=1.0, return_weights=True)
+    _, w_scaled = attn(q, k, v, return_weights=True)
+    _, w_raw = attn(q, k, v, scale=1.0, return_weights=True)
     np.testing.assert_allclose(w_scaled.sum(-1), 1.0, rtol=1e-12)
     assert w_raw.max(-1).mean() > w_scaled.max(-1).mean() + 0.3
 
 
-def test_accepts_lists_and_hand_example():
+def test_accepts_lists_and_hand_example(attn):
     # q = (1, 0), keys (1, 0) and (0, 1): scores 1/√2 and 0, checked by hand
-    out, w = lib.scaled_dot_product_attention([[1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [[10.0], [20.0]],
+    out, w = attn([[1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [[10.0], [20.0]],
                                               return_weights=True)
     e = math.exp(1 / math.sqrt(2))
     np.testing.assert_allclose(w, [[e / (e + 1), 1 / (e + 1)]], rtol=1e-15)
@@ -195,9 +215,9 @@ def test_causal_mask_helper():
 
 
 @pytest.mark.cuda
-def test_cuda_path_stays_on_device_and_keeps_autograd():
+def test_cuda_path_stays_on_device_and_keeps_autograd(attn):
     q = torch.randn(2, 4, 8, 16, device="cuda", requires_grad=True)
-    out, w = lib.scaled_dot_product_attention(q, q, q, return_weights=True)
+    out, w = attn(q, q, q, return_weights=True)
     assert out.device.type == "cuda" and w.device.type == "cuda"
     out.sum().backward()
     assert q.grad is not None and q.grad.device.type == "cuda"
