@@ -10,18 +10,21 @@ import math
 
 import numpy as np
 
+from .checks import resolve_scale
+
 __all__ = ["sample_dot_products", "exam_totals", "variance_standard_error", "repeated_variances",
            "excess_kurtosis"]
 
 
 def sample_dot_products(d_k: int, n: int, *, seed=0, sigma_q: float = 1.0, sigma_k: float = 1.0,
-                        rho: float = 0.0, scale=None, dtype=np.float64):
+                        rho: float = 0.0, scale=1.0, dtype=np.float64):
     """``n`` dot products q·k of random d_k-vectors, multiplied by ``scale``.
 
     Components are Gaussian with mean 0 and standard deviations ``sigma_q`` and
     ``sigma_k``; the pair (q_i, k_i) has correlation ``rho``, independent
     across i.  Theory: mean d_k·rho·σ_q·σ_k, variance d_k·σ_q²·σ_k²·(1 + rho²).
-    ``scale=None`` returns raw scores; ``scale='sqrt'`` divides by √d_k.
+    ``scale`` means what it means everywhere in lib (:func:`lib.checks.resolve_scale`): the default
+    ``1.0`` returns the raw scores, ``scale=None`` multiplies them by 1/√d_k.
     ``seed`` is an int or a ``np.random.Generator``.
     """
     if not isinstance(d_k, (int, np.integer)) or d_k < 1:
@@ -36,13 +39,7 @@ def sample_dot_products(d_k: int, n: int, *, seed=0, sigma_q: float = 1.0, sigma
     q = sigma_q * a
     k = sigma_k * (rho * a + math.sqrt(1.0 - rho * rho) * b)
     dots = np.einsum("nd,nd->n", q, k)
-    if scale is None:
-        return dots
-    if isinstance(scale, str):
-        if scale != "sqrt":
-            raise ValueError(f"scale must be None, 'sqrt' or a number; got {scale!r}")
-        scale = 1.0 / math.sqrt(d_k)
-    return dots * scale
+    return dots * resolve_scale(d_k, scale)
 
 
 def exam_totals(n_students: int, n_subjects: int, *, mean: float = 50.0, sd: float = 10.0,
@@ -110,7 +107,7 @@ def variance_standard_error(variance, n: int, excess_kurtosis: float = 0.0):
     return float(se) if se.ndim == 0 else se
 
 
-def repeated_variances(d_k: int, n: int, repeats: int, *, scale=None, seed=0, dtype=np.float64):
+def repeated_variances(d_k: int, n: int, repeats: int, *, scale=1.0, seed=0, dtype=np.float64):
     """``repeats`` independent sample variances, each from ``n`` dot products (chapter 03).
 
     Draws ``n · repeats`` scores with :func:`sample_dot_products` (unit-variance

@@ -13,7 +13,7 @@ def test_raw_and_scaled_variance(d_k):
     se = d_k * np.sqrt((2 + 6 / d_k) / n)
     assert abs(raw.var() - d_k) < 5 * se
     assert abs(raw.mean()) < 5 * np.sqrt(d_k / n)
-    scaled = lib.sample_dot_products(d_k, n, seed=1, scale="sqrt")
+    scaled = lib.sample_dot_products(d_k, n, seed=1, scale=None)
     np.testing.assert_allclose(scaled, raw / np.sqrt(d_k))
 
 
@@ -112,8 +112,8 @@ def test_variance_standard_error_against_simulation(d_k):
 
 
 def test_repeated_variances_scaled_and_seeded():
-    a = lib.repeated_variances(64, 20, 30, scale="sqrt", seed=1)
-    np.testing.assert_array_equal(a, lib.repeated_variances(64, 20, 30, scale="sqrt", seed=1))
+    a = lib.repeated_variances(64, 20, 30, scale=None, seed=1)
+    np.testing.assert_array_equal(a, lib.repeated_variances(64, 20, 30, scale=None, seed=1))
     raw = lib.repeated_variances(64, 20, 30, seed=1)
     np.testing.assert_allclose(raw / 64, a)
     with pytest.raises(ValueError, match="n must"):
@@ -140,7 +140,7 @@ def test_excess_kurtosis_exact_values():
 
 @pytest.mark.parametrize("d_k", [1, 4, 16])
 def test_excess_kurtosis_of_scaled_scores(d_k):
-    x = lib.sample_dot_products(d_k, 400_000, seed=12, scale="sqrt")
+    x = lib.sample_dot_products(d_k, 400_000, seed=12, scale=None)
     assert abs(lib.excess_kurtosis(x) - 6 / d_k) < 0.1 * (6 / d_k) + 0.02
     u = np.random.default_rng(4).uniform(size=400_000)
     assert lib.excess_kurtosis(u) == pytest.approx(-1.2, abs=0.02)
@@ -151,3 +151,12 @@ def test_excess_kurtosis_validated():
         lib.excess_kurtosis([1.0])
     with pytest.raises(ValueError, match="constant"):
         lib.excess_kurtosis([2.0, 2.0, 2.0])
+
+
+def test_scale_means_what_it_means_in_attention():
+    """scale=None is 1/√d_k here as in lib.scaled_dot_product_attention; the old 'sqrt' is refused."""
+    raw = lib.sample_dot_products(16, 50, seed=5)
+    np.testing.assert_allclose(lib.sample_dot_products(16, 50, seed=5, scale=None), raw / 4.0, rtol=1e-15)
+    np.testing.assert_allclose(lib.sample_dot_products(16, 50, seed=5, scale=0.5), raw * 0.5, rtol=1e-15)
+    with pytest.raises(TypeError, match="scale=None"):
+        lib.sample_dot_products(16, 50, scale="sqrt")
