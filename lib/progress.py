@@ -23,6 +23,7 @@ or from the command line with ``python tools/cohort.py``.
 from __future__ import annotations
 
 import getpass
+import statistics
 import json
 import os
 from collections import Counter, defaultdict
@@ -201,7 +202,7 @@ def summarise(records: list[dict], stuck_after: int = 3) -> dict:
         mistakes = sum((c["mistakes"] for c in theirs), Counter())
         per_exercise[ex] = {"tried": len(theirs), "passed": len(passed),
                             "stuck": sorted(w for (w, e), c in cells.items() if e == ex and c["stuck"]),
-                            "attempts_to_pass": (sorted(passed)[len(passed) // 2] if passed else None),
+                            "attempts_to_pass": (statistics.median(passed) if passed else None),
                             "top_mistake": mistakes.most_common(1)[0][0] if mistakes else ""}
     return {"learners": learners, "exercises": exercises, "cells": cells,
             "per_learner": per_learner, "per_exercise": per_exercise}
@@ -238,18 +239,23 @@ def report_figure(summary: dict, path) -> Path:
             c = summary["cells"].get((who, ex))
             if c:
                 state[i][j] = 3 if c["passed"] else (2 if c["stuck"] else 1)
-    fig, ax = plt.subplots(figsize=(1.2 + 0.5 * len(exercises), 1.4 + 0.35 * len(learners)))
-    cmap = ListedColormap(["#eeeeee", "#f2c14e", "#d1495b", "#66a182"])
-    ax.imshow(state, cmap=cmap, vmin=0, vmax=3, aspect="auto")
+    from matplotlib.patches import Patch
+
+    fig, ax = plt.subplots(figsize=(max(6.0, 2.5 + 0.6 * len(exercises)),
+                                    max(3.0, 2.2 + 0.35 * len(learners))))
+    colours = ["#eeeeee", "#f2c14e", "#d1495b", "#66a182"]
+    ax.imshow(state, cmap=ListedColormap(colours), vmin=0, vmax=3, aspect="auto")
     for i, who in enumerate(learners):
         for j, ex in enumerate(exercises):
             c = summary["cells"].get((who, ex))
             if c:
                 ax.text(j, i, str(c["attempts"]), ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(exercises)), exercises, rotation=60, ha="right", fontsize=7)
+    ax.set_xticks(range(len(exercises)), exercises, rotation=30, ha="right", fontsize=7)
     ax.set_yticks(range(len(learners)), learners, fontsize=8)
-    ax.set_title("Self-checks: passed (green), trying (yellow), stuck (red), not tried (grey);\n"
-                 "the number is the attempts", fontsize=9)
+    ax.set_title("Self-checks per learner (the number: attempts)", fontsize=10)
+    ax.legend(handles=[Patch(color=c, label=t) for c, t in
+                       zip(colours[::-1], ["passed", "stuck", "trying", "not tried"])],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)
