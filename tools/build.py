@@ -238,7 +238,7 @@ def _trainer_sphinx(builder: str, lang: str, outdir: Path, doctrees: Path, tags:
 
     conf = {
         "project": "Why attention divides by √d_k", "root_doc": "quiz",
-        "extensions": ["myst_parser", "sphinx-mathjax-offline"],
+        "extensions": ["myst_parser", "sphinx-mathjax-offline"], "source_suffix": {".md": "markdown"},
         "myst_enable_extensions": ["amsmath", "dollarmath", "colon_fence"],
         "html_theme": "alabaster", "html_theme_options": {"nosidebar": True},
         "html_show_sphinx": False, "html_show_copyright": False, "html_show_sourcelink": False,
