@@ -17,7 +17,7 @@ export MKL_NUM_THREADS ?= 1
 NBVAL := -m pytest -q --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider
 
 .PHONY: help install book html-en html-ja test test-lib test-notebooks test-i18n test-learner \
-        test-learner-en test-learner-ja test-built test-build test-browser translations lab lab-source \
+        test-learner-en test-learner-ja test-built test-build test-browser translations lab lab-source trainer \
         bench clean clean-notebooks
 
 help:
@@ -27,6 +27,7 @@ help:
 	@echo "make test          every test: lib, nbval on every chapter, strict builds of both editions,"
 	@echo "                   the translation checker, the learner notebooks (structure and nbval),"
 	@echo "                   every page in headless Chromium with no network"
+	@echo "make trainer       the quiz handout and its answer key, both languages (_build/trainer/{en,ja}/)"
 	@echo "make translations  refresh the Japanese catalogs (locales/) after an English edit"
 	@echo "make lab           JupyterLab on the learner notebooks (BOOK_LANG=ja for the Japanese ones)"
 	@echo "make lab-source    JupyterLab on the source chapters in book/ (for authors)"
@@ -50,8 +51,13 @@ html-en: install
 html-ja: install
 	$(BIN)/python tools/build.py html ja
 
+# The trainer's quiz handout and answer key (book/trainer/quiz.md), outside the learners' book.
+trainer: install
+	$(BIN)/python tools/build.py trainer en
+	$(BIN)/python tools/build.py trainer ja
+
 book: install
-	$(MAKE) -j$(JOBS) --output-sync=target html-en html-ja
+	$(MAKE) -j$(JOBS) --output-sync=target html-en html-ja trainer
 	@echo "Open _build/html/index.html (English: _build/html/book/intro.html, Japanese: _build/html/ja/book/intro.html)"
 	@echo "Learner notebooks: _build/notebooks/en/learner, _build/notebooks/ja/learner (make lab)"
 

@@ -16,6 +16,7 @@ Layout (one module per idea; each lists its public names in ``__all__``):
 - ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (ch. 10)
 - ``timing``     interleaved timing and peak memory, for chapter 9 and ``benchmarks/`` (import it)
 - ``selfcheck``  verdicts for exercise answers (every chapter)
+- ``progress``   an opt-in local record of shown verdicts, and the trainer's cohort report
 - ``exercises``  one self-check per exercise whose answer must not appear in the notebook
 - ``i18n``       ``tr``: figure labels and verdicts in the book's language, from the page catalogs
 - ``plotting``   the book's figure style (import it explicitly: ``from lib import plotting``)
@@ -27,7 +28,7 @@ that ``import lib`` works where torch is not installed (tests/test_no_torch.py).
 from __future__ import annotations
 
 from . import attention, blockwise, exercises, i18n, metrics, modern, saturation, selfcheck, simulate
-from . import checks, fast, scale_probe, timing
+from . import checks, fast, progress, scale_probe, timing
 from .attention import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
 from .exercises import *  # noqa: F401,F403
@@ -35,6 +36,7 @@ from .fast import *  # noqa: F401,F403
 from .i18n import language, set_language, tr, wrap  # noqa: F401
 from .metrics import *  # noqa: F401,F403
 from .modern import *  # noqa: F401,F403
+from .progress import *  # noqa: F401,F403
 from .saturation import *  # noqa: F401,F403
 from .scale_probe import *  # noqa: F401,F403
 from .selfcheck import *  # noqa: F401,F403
@@ -58,6 +60,7 @@ __all__ = [
     "language", "set_language", "tr",
     *metrics.__all__,
     *modern.__all__,
+    *progress.__all__,
     *saturation.__all__,
     *scale_probe.__all__,
     *selfcheck.__all__,

@@ -180,52 +180,291 @@ __all__ += ["check_rescaled_totals"]
 
 # --- chapter 3 -----------------------------------------------------------------------------------
 
-def check_scaled_variance(answer, d_k, n) -> Verdict:
-    """Exercise 3.2: a Monte Carlo estimate of Var(q·k/√d_k) from ``n`` pairs at ``d_k``.
+def _simulated_raw_scores(d_k, n, seed):
+    """The raw scores q·k of ``n`` pairs drawn as exercise 3.2 says, in the two layouts a learner
+    writes: q and k as (n, d_k) arrays (or one (2, n, d_k) draw, the same numbers), or as (d_k, n)."""
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((n, d_k)), rng.standard_normal((n, d_k))
+    rng = np.random.default_rng(seed)
+    qt, kt = rng.standard_normal((d_k, n)), rng.standard_normal((d_k, n))
+    return [(q * k).sum(axis=-1), (qt * kt).sum(axis=0)]
 
-    Standard-normal components: the theory is variance 1, and the estimate passes within three
-    standard errors (:func:`lib.simulate.variance_standard_error` with excess kurtosis 6/d_k), so any
-    seed passes. Recognised mistakes: ``unscaled`` (≈ d_k: no scale), ``divided_by_dk`` (≈ 1/d_k),
-    ``not_a_number``, ``wrong_value``. Never raises on the answer; raises ``ValueError`` for a
-    ``d_k`` or ``n`` that is not a positive int (``n`` >= 2).
+
+def check_scaled_variance(scores, d_k, n, seed) -> Verdict:
+    """Exercise 3.2: the learner's simulation, ``n`` scaled scores q·k/√d_k drawn with ``seed``.
+
+    The check takes the learner's *array of scores*, not one number: it redraws the pairs from
+    ``np.random.default_rng(seed)`` (q, then k, each ``(n, d_k)`` standard normal, or each
+    ``(d_k, n)``) and compares score by score, so typing the theory value 1 does not pass. A right
+    simulation's verdict also gives its variance against the theory (three standard errors,
+    :func:`lib.simulate.variance_standard_error` with excess kurtosis 6/d_k). Recognised mistakes:
+    ``one_number`` (a variance instead of the scores), ``unscaled`` (the raw scores),
+    ``divided_by_dk``, ``not_this_seed`` (scores that are not the ones ``seed`` gives: another
+    seed, another way of drawing, or no simulation), ``wrong_shape``, ``not_finite``,
+    ``wrong_value``. Never raises on the answer; raises ``ValueError`` for a ``d_k``, ``n`` or
+    ``seed`` that is not an int (``d_k`` >= 1, ``n`` >= 2, ``seed`` >= 0).
     """
     from .simulate import variance_standard_error
 
-    for what, x, low in (("d_k", d_k, 1), ("n", n, 2)):
+    for what, x, low in (("d_k", d_k, 1), ("n", n, 2), ("seed", seed, 0)):
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < low:
             raise ValueError(f"self-check set-up: {what} must be an int >= {low}; got {x!r}")
-    name = "Var(q·k/√d_k)"
-    a, bad = _learner_array(answer, name)
+    d_k, n = int(d_k), int(n)
+    name = tr("your scaled scores")
+    a, bad = _learner_array(scores, name)
     if bad is not None:
         return bad
-    if a.size != 1:
-        return Verdict(False, tr("{name}: expected one number (a variance); got something of shape "
-                                 "{shape}. Take `.var()` of your scores.", name=name, shape=a.shape),
-                       "not_a_number")
-    x = float(a.reshape(()))
-    if not np.isfinite(x):
-        return Verdict(False, tr("{name}: your value is not finite.", name=name), "not_a_number")
-    se = variance_standard_error(1.0, int(n), 6.0 / int(d_k))
-    if abs(x - 1.0) <= 3 * se:
-        return Verdict(True, tr("{name} = {x:.4f}: within three standard errors ({band:.4f}) of the "
-                                "theory.", name=name, x=x, band=3 * se))
-    if abs(x - d_k) <= 3 * se * d_k:
-        return Verdict(False, tr("{name}: {x:.4g} is about d_k = {d}: the variance of the raw scores. "
-                                 "Divide the dot products by √{d} before taking the variance.",
-                                 name=name, x=x, d=d_k), "unscaled")
-    if abs(x - 1.0 / d_k) <= 3 * se / d_k:
-        return Verdict(False, tr("{name}: {x:.4g} is about 1/d_k: you divided by d_k = {d}; divide "
-                                 "by √{d}.", name=name, x=x, d=d_k), "divided_by_dk")
-    return Verdict(False, tr("{name}: {x:.4g} is more than three standard errors ({band:.4f}) from "
-                             "the theory. Multiply q and k elementwise, sum over the last axis, divide "
-                             "by √d_k, then take the variance.", name=name, x=x, band=3 * se),
-                   "wrong_value")
+    if a.size == 1:
+        return Verdict(False, tr("{name}: you gave one number. Pass the array of your {n} scaled scores "
+                                 "(not their variance), so that the check can redo your simulation from "
+                                 "the seed.", name=name, n=n), "one_number")
+    if a.shape != (n,):
+        return Verdict(False, tr("{name}: shape {shape}, expected ({n},): one scaled score per "
+                                 "query-key pair. Sum the products over the d_k axis.",
+                                 name=name, shape=a.shape, n=n), "wrong_shape")
+    if not np.all(np.isfinite(a)):
+        return Verdict(False, tr("{name}: contains NaN or infinity.", name=name), "not_finite")
+    r = np.sqrt(d_k)
+    for raw in _simulated_raw_scores(d_k, n, int(seed)):
+        if np.allclose(a, raw / r, rtol=1e-6, atol=1e-9):
+            x = float(a.var())
+            se = variance_standard_error(1.0, n, 6.0 / d_k)
+            if abs(x - 1.0) <= 3 * se:
+                return Verdict(True, tr("{name} are the ones your seed gives, and their variance is "
+                                        "{x:.4f}: within three standard errors ({band:.4f}) of the "
+                                        "theory.", name=name, x=x, band=3 * se))
+            return Verdict(False, tr("{name} are right, but their variance {x:.4f} is more than three "
+                                     "standard errors ({band:.4f}) from the theory; with this seed that "
+                                     "happens about 3 times in 1000. Try another seed.",
+                                     name=name, x=x, band=3 * se), "unlucky_seed")
+        if np.allclose(a, raw, rtol=1e-6, atol=1e-9):
+            return Verdict(False, tr("{name}: these are the raw dot products (variance about d_k = {d}). "
+                                     "Divide them by √{d}.", name=name, d=d_k), "unscaled")
+        if np.allclose(a, raw / d_k, rtol=1e-6, atol=1e-9):
+            return Verdict(False, tr("{name}: you divided by d_k = {d}; divide by √{d}.", name=name, d=d_k),
+                           "divided_by_dk")
+    return Verdict(False, tr("{name}: these are not the scores that `np.random.default_rng({seed})` gives. "
+                             "Draw q, then k, each with `rng.standard_normal(({n}, {d}))`, multiply them "
+                             "elementwise, sum over the last axis and divide by √{d}; pass the seed you "
+                             "used as `seed=`.", name=name, seed=int(seed), n=n, d=d_k), "not_this_seed")
 
 
 __all__ += ["check_scaled_variance"]
 
 
 # --- chapter 4 -----------------------------------------------------------------------------------
+
+def _as_shape(answer):
+    """A shape the learner typed, (2, 3) or [2, 3], as a tuple of ints; None if it is not one."""
+    try:
+        t = tuple(answer)
+    except TypeError:
+        return None
+    if not t or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in t):
+        return None
+    return tuple(int(x) for x in t)
+
+
+def check_scores_shape(answer, Q, K) -> Verdict:
+    """Exercise 4.2(1): the shape of ``Q Kᵀ`` for the exercise's ``Q`` (L, d_k) and ``K`` (S, d_k).
+
+    Recognised mistakes: ``transposed`` (S, L), ``shape_of_q`` (L, d_k), ``not_a_shape``,
+    ``wrong_shape``. Never raises on the answer.
+    """
+    q, k = _input_array(Q, "Q", 2), _input_array(K, "K", 2)
+    if q.shape[1] != k.shape[1]:
+        raise ValueError(f"self-check set-up: Q has d_k = {q.shape[1]} and K has {k.shape[1]}")
+    name = tr("shape of Q Kᵀ")
+    if answer is None or answer is ...:
+        return Verdict(False, tr("{name}: no answer yet. Replace `None` with your result and run the "
+                                 "cell again.", name=name), "missing")
+    got = _as_shape(answer)
+    if got is None:
+        return Verdict(False, tr("{name}: give the shape as two whole numbers, e.g. `(rows, columns)`.",
+                                 name=name), "not_a_shape")
+    (L, d), S = q.shape, k.shape[0]
+    if got == (L, S):
+        return Verdict(True, tr("{name} = {shape}: one row per query, one column per key.",
+                                name=name, shape=got))
+    if got == (S, L):
+        return Verdict(False, tr("{name}: {shape} has one row per key. Q Kᵀ has one row per query "
+                                 "(the rows of Q) and one column per key.", name=name, shape=got),
+                       "transposed")
+    if got in ((L, d), (S, d)):
+        return Verdict(False, tr("{name}: {shape} is the shape of Q or K itself. The product runs over "
+                                 "the d_k axis, which disappears.", name=name, shape=got), "shape_of_q")
+    return Verdict(False, tr("{name}: not {shape}. Count the rows of Q and the rows of K.",
+                             name=name, shape=got), "wrong_shape")
+
+
+def check_naive_softmax(answer, scores) -> Verdict:
+    """Exercise 4.4(1): what the naive softmax ``np.exp(s) / np.exp(s).sum()`` returns in float64
+    for the exercise's ``scores`` (large enough that ``np.exp`` overflows).
+
+    The expected result is computed here (NaN where the exponential overflows). Recognised mistakes:
+    ``safe_softmax`` (the softmax computed the safe way), ``exponentials`` (inf: not yet divided),
+    ``wrong_shape``, ``wrong_value``. Never raises on the answer.
+    """
+    s = _input_array(scores, "scores", 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(s)
+        expected = e / e.sum()
+    name = tr("naive softmax")
+    a, bad = _learner_array(answer, name)
+    if bad is not None:
+        return bad
+    if a.shape != s.shape:
+        return Verdict(False, tr("{name}: shape {got}, expected {want}: one weight per score.",
+                                 name=name, got=a.shape, want=s.shape), "wrong_shape")
+    same = (np.isnan(a) & np.isnan(expected)) | (a == expected) | np.isclose(a, expected, rtol=1e-6)
+    if np.all(same):
+        return Verdict(True, tr("{name}: right. `np.exp` of these scores is `inf` in float64 (it "
+                                "overflows above about 709.8), and `inf / inf` is `nan`.", name=name))
+    if np.all(np.isfinite(a)) and np.allclose(a, _softmax_rows(s), atol=6e-4):
+        return Verdict(False, tr("{name}: these are the right weights, computed the safe way. This part "
+                                 "asks what the naive formula returns in float64, before any "
+                                 "subtraction.", name=name), "safe_softmax")
+    if np.all(np.isinf(a) | np.isinf(e)) and np.array_equal(np.isinf(a), np.isinf(e)):
+        return Verdict(False, tr("{name}: these are the exponentials. Now divide them by their sum, "
+                                 "as the naive formula does: what is `inf / inf`?", name=name),
+                       "exponentials")
+    return Verdict(False, tr("{name}: not yet. Run `np.exp` on one of the scores and see what float64 "
+                             "gives.", name=name), "wrong_value")
+
+
+def check_float16_dk(answer, limit, n_sd=3) -> Verdict:
+    """Exercise 4.4(3): from which d_k unscaled unit-variance scores pass the float16 limit ``limit``
+    of the exponential at ``n_sd`` standard deviations: d_k > (limit / n_sd)².
+
+    Passes within 5 % of (limit / n_sd)² (the limit is given to one decimal), or the next power of
+    two above it. Recognised mistakes: ``no_square`` (limit / n_sd: the standard deviation, not d_k),
+    ``one_sd`` (limit²: one standard deviation instead of ``n_sd``), ``wrong_value``.
+    """
+    lim = float(limit)
+    if not np.isfinite(lim) or lim <= 0:
+        raise ValueError(f"self-check set-up: limit must be a positive number; got {limit!r}")
+    name = "d_k"
+    a, bad = _learner_array(answer, name)
+    if bad is not None:
+        return bad
+    if a.size != 1 or not np.isfinite(a).all():
+        return Verdict(False, tr("{name}: give one number.", name=name), "not_a_number")
+    x = float(a.reshape(()))
+    t = (lim / n_sd) ** 2
+    p2 = 2.0 ** np.ceil(np.log2(t))
+    if abs(x / t - 1) <= 0.05 or x == p2:
+        return Verdict(True, tr("{name} = {x:g}: right. From there on, {k} standard deviations of the raw "
+                                "scores, {k}·√d_k, pass the limit.", name=name, x=x, k=n_sd))
+    if abs(x / (lim / n_sd) - 1) <= 0.05:
+        return Verdict(False, tr("{name}: {x:g} is the standard deviation the scores may have, √d_k; "
+                                 "square it to get d_k.", name=name, x=x), "no_square")
+    if abs(x / lim ** 2 - 1) <= 0.05:
+        return Verdict(False, tr("{name}: {x:g} is where one standard deviation reaches the limit; the "
+                                 "exercise asks for {k}.", name=name, x=x, k=n_sd), "one_sd")
+    return Verdict(False, tr("{name}: not yet. The raw scores have standard deviation √d_k; find the d_k "
+                             "at which {k}·√d_k equals the limit.", name=name, k=n_sd), "wrong_value")
+
+
+def _pair(answer_a, answer_b, name):
+    out = []
+    for x in (answer_a, answer_b):
+        a, bad = _learner_array(x, name)
+        if bad is not None:
+            return None, bad
+        if a.size != 1 or not np.isfinite(a).all():
+            return None, Verdict(False, tr("{name}: give one number for each part.", name=name), "not_a_number")
+        out.append(float(a.reshape(())))
+    return out, None
+
+
+def check_doubled_scores(raw_factor, scaled_factor, q, K, *, c: float = 2.0) -> Verdict:
+    """Exercise 4.6(1): by what factor the raw and the scaled scores of ``q`` against the rows of
+    ``K`` change when every component of ``q`` and ``K`` is multiplied by ``c``. The factors are
+    computed here from the exercise's vectors (both c², because d_k does not change). Recognised
+    mistakes: ``times_c`` (c: only one side scaled), ``scaled_unchanged`` (1 for the scaled scores:
+    the scale does not undo the size of the components), ``wrong_value``."""
+    qa, ka = _input_array(q, "q", 1), _input_array(K, "K", 2)
+    raw = ka @ qa
+    i = int(np.argmax(np.abs(raw)))
+    want_raw = float(((c * ka) @ (c * qa))[i] / raw[i])
+    d_k = qa.size
+    want_scaled = float((((c * ka) @ (c * qa)) / np.sqrt(d_k))[i] / (raw[i] / np.sqrt(d_k)))
+    name = tr("factors")
+    got, bad = _pair(raw_factor, scaled_factor, name)
+    if bad is not None:
+        return bad
+    ok = [abs(g / w - 1) <= 1e-3 for g, w in zip(got, (want_raw, want_scaled))]
+    if all(ok):
+        return Verdict(True, tr("{name}: right, both. Each product q_i k_i grows by {c:g}·{c:g}, and the "
+                                "scale depends only on d_k, which did not change.", name=name, c=c))
+    if any(abs(g / c - 1) <= 1e-3 for g in got):
+        return Verdict(False, tr("{name}: not yet. Both q and k are multiplied by {c:g}; what happens to "
+                                 "each product q_i k_i?", name=name, c=c), "times_c")
+    if ok[0] and abs(got[1] - 1) <= 1e-3:
+        return Verdict(False, tr("{name}: the raw factor is right. The scaled scores divide by √d_k, and "
+                                 "d_k did not change: the scale does not undo the size of the "
+                                 "components.", name=name), "scaled_unchanged")
+    return Verdict(False, tr("{name}: not yet. Write one score as Σ q_i k_i and multiply every q_i and "
+                             "k_i by {c:g}.", name=name, c=c), "wrong_value")
+
+
+def check_sd_growth(raw_growth, scaled_growth, d_from, d_to) -> Verdict:
+    """Exercise 4.6(2): the factor by which the standard deviation of raw (√(d_to/d_from)) and of
+    scaled (1) scores of unit-variance vectors grows from ``d_from`` to ``d_to`` components.
+    Recognised mistakes: ``variance_ratio`` (d_to/d_from: the variance, not the standard deviation),
+    ``scaled_grows``, ``wrong_value``."""
+    for what, x in (("d_from", d_from), ("d_to", d_to)):
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
+            raise ValueError(f"self-check set-up: {what} must be a positive int; got {x!r}")
+    want = float(np.sqrt(d_to / d_from))
+    name = tr("growth factors")
+    got, bad = _pair(raw_growth, scaled_growth, name)
+    if bad is not None:
+        return bad
+    raw_ok, scaled_ok = abs(got[0] / want - 1) <= 0.01, abs(got[1] - 1) <= 0.01
+    if raw_ok and scaled_ok:
+        return Verdict(True, tr("{name}: right. The raw scores' standard deviation is √d_k; the scaled "
+                                "scores' stays 1.", name=name))
+    if abs(got[0] / (d_to / d_from) - 1) <= 0.01:
+        return Verdict(False, tr("{name}: {x:g} is how much the variance grows; the standard deviation is "
+                                 "its square root.", name=name, x=got[0]), "variance_ratio")
+    if raw_ok:
+        return Verdict(False, tr("{name}: the raw factor is right. Dividing by √d_k undoes exactly that "
+                                 "growth: what is left for the scaled scores?", name=name), "scaled_grows")
+    return Verdict(False, tr("{name}: not yet. The variance of q·k is d_k ({d1} and {d2} here); the "
+                             "standard deviation is its square root.", name=name, d1=int(d_from),
+                             d2=int(d_to)), "wrong_value")
+
+
+def check_weight_over_dk(weight, n_keys, d_k) -> Verdict:
+    """Exercise 4.6(3): the typical weight of one of ``n_keys`` keys when unit-variance scores at
+    ``d_k`` are divided by d_k (standard deviation 1/√d_k): nearly uniform, about 1/n_keys.
+    Passes within 0.2/n_keys of 1/n_keys. Recognised mistakes: ``one_hot`` (near 1 or 0: what
+    unscaled scores do), ``wrong_value``."""
+    for what, x in (("n_keys", n_keys), ("d_k", d_k)):
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 2:
+            raise ValueError(f"self-check set-up: {what} must be an int >= 2; got {x!r}")
+    name = tr("weight")
+    a, bad = _learner_array(weight, name)
+    if bad is not None:
+        return bad
+    if a.size != 1 or not np.isfinite(a).all():
+        return Verdict(False, tr("{name}: give one number, a typical weight.", name=name), "not_a_number")
+    x, u = float(a.reshape(())), 1.0 / n_keys
+    if abs(x - u) <= 0.2 * u:
+        return Verdict(True, tr("{name} = {x:.3g}: right, nearly uniform. The scores divided by d_k have "
+                                "standard deviation 1/√{d} and hardly differ.", name=name, x=x, d=int(d_k)))
+    if x > 0.9 or x < 0.1 * u:
+        return Verdict(False, tr("{name}: {x:.3g} is what one-hot attention gives, as with unscaled scores "
+                                 "at a large d_k. Dividing by d_k shrinks the scores: how much do they "
+                                 "still differ?", name=name, x=x), "one_hot")
+    return Verdict(False, tr("{name}: not yet. How large is the standard deviation of the scores divided "
+                             "by d_k, and what does the softmax do with scores that hardly differ?",
+                             name=name), "wrong_value")
+
+
+__all__ += ["check_scores_shape", "check_naive_softmax", "check_float16_dk", "check_doubled_scores",
+            "check_sd_growth", "check_weight_over_dk"]
 
 
 # --- chapter 5 -----------------------------------------------------------------------------------
@@ -648,3 +887,11 @@ def check_attention_function(fn, *, expected=None, backend: str = "numpy", batch
                                  kind=type(fn).__name__), "unreadable")
     report = infer_scale(fn, expected=expected, backend=backend, batch_dims=batch_dims)
     return Verdict(report.ok, report.message, None if report.ok else report.verdict)
+
+
+# Every public check tags its verdict with its name, for the opt-in record (lib.progress).
+from . import progress as _progress  # noqa: E402
+
+for _n in [n for n in __all__ if n.startswith("check_")]:
+    globals()[_n] = _progress.recorded(globals()[_n])
+del _n

@@ -37,12 +37,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import progress as _progress
 from ._backend import is_torch
 from .i18n import tr
 
 __all__ = ["Verdict", "check_array", "check_number", "check_dot", "check_scaled_scores", "check_softmax",
            "check_attention_weights"]
 
+
+#: The marks of a verdict: text symbols, not emoji (see :class:`Shown`).
+MARK_OK, MARK_NOT = "✓", "✗"
 
 _CODE_SPAN = re.compile(r"(`[^`]*`)")
 _MD_SPECIAL = re.compile(r"([\\*_\[\]<>#|~])")
@@ -54,7 +58,11 @@ def _md_escape(text: str) -> str:
 
 
 class Shown:
-    """How the result of a check shows to a learner: ✅ or ❌, a bold label (if any), then the message.
+    """How the result of a check shows to a learner: ✓ or ✗, a bold label (if any), then the message.
+
+    The marks are U+2713 and U+2717, plain text symbols that the usual fonts have (DejaVu Sans, Noto
+    Sans Symbols 2, Segoe UI Symbol), not emoji: without an emoji font, ✅ and ❌ show as empty boxes.
+    The label (Correct. / Not yet.) carries the meaning on its own.
 
     Shared by :class:`Verdict` and :class:`lib.scale_probe.ScaleReport`; a subclass has ``ok`` and
     ``message`` and may override :meth:`_label`. In a notebook the result shows as rich text (HTML,
@@ -69,21 +77,23 @@ class Shown:
         return bool(self.ok)
 
     def __str__(self):
-        return ("✅ " if self.ok else "❌ ") + self.message
+        return (MARK_OK if self.ok else MARK_NOT) + " " + self.message
 
     def __repr__(self):
         return str(self)
 
     def _head(self, escape) -> str:
-        mark, label = ("✅" if self.ok else "❌"), self._label()
+        mark, label = (MARK_OK if self.ok else MARK_NOT), self._label()
         return f"{mark} {escape(label)}" if label else mark
 
     def _repr_markdown_(self):
+        _progress.on_shown(self)
         body = "".join(part if part.startswith("`") and part.endswith("`") and len(part) > 1
                        else _md_escape(part) for part in _CODE_SPAN.split(self.message))
         return f"**{self._head(_md_escape)}** {body}"
 
     def _repr_html_(self):
+        _progress.on_shown(self)
         parts = []
         for part in _CODE_SPAN.split(self.message):
             if part.startswith("`") and part.endswith("`") and len(part) > 1:
@@ -596,3 +606,10 @@ def check_attention_weights(answer, q, k, *, name: str | None = None, hint: str 
     if v.mistake == "wrong_value":
         return Verdict(False, _join(v.message, _rows_hint(_as_array(answer), -1)), "wrong_value")
     return v
+
+
+# Every public check tags its verdict with its name, so that an opt-in record (lib.progress) knows
+# which check a shown verdict came from.
+for _n in [n for n in __all__ if n.startswith("check_")]:
+    globals()[_n] = _progress.recorded(globals()[_n])
+del _n

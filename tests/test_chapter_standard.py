@@ -81,3 +81,102 @@ def test_bibliography_has_no_latex_pybtex_cannot_render():
     bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
     bad = sorted(set(re.findall(r"\\(?:texttt|textit|textbf|emph)\b", bib)))
     assert not bad, f"references.bib uses {bad}: write the text plainly (braces keep its case)"
+
+
+# --- the first-week core, and one source for each chapter's time ---------------------------------------
+
+def _first_cell(path):
+    md, _ = _cells(path)
+    return md[0] if md else ""
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_first_week_core(path):
+    """Right after the prerequisites, one paragraph beginning exactly **First-week core:** that names
+    the core sections and what goes further."""
+    first = _first_cell(path)
+    paras = [p.strip() for p in re.split(r"\n\s*\n", first)]
+    need = [i for i, p in enumerate(paras) if "**You need:**" in p]
+    assert need, f"{path.name}: no **You need:** paragraph"
+    core = [i for i, p in enumerate(paras) if p.startswith("**First-week core:**")]
+    assert core == [need[0] + 1], f"{path.name}: no '**First-week core:**' paragraph right after the prerequisites"
+    assert "Going further" in paras[core[0]], f"{path.name}: the core paragraph does not say what goes further"
+
+
+def chapter_minutes() -> dict:
+    """Each chapter's own time, from its **Time:** line: the one source of every time in the book."""
+    out = {}
+    for path in CHAPTERS:
+        m = re.search(r"\*\*Time:\*\*\s*about (\d+) minutes", _first_cell(path))
+        assert m, f"{path.name}: no '**Time:** about N minutes'"
+        out[path.stem] = int(m.group(1))
+    return out
+
+
+def classroom_minutes(self_study: int) -> int:
+    """The instructor guide's rule: the chapter's own time plus 30 %, rounded up to 5 minutes."""
+    return -(-self_study * 13 // 50) * 5
+
+
+def _table_rows(text):
+    return [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in text.splitlines() if line.startswith("|") and not line.startswith("| ---")]
+
+
+def test_times_agree_with_the_chapters():
+    minutes = chapter_minutes()
+    guide = (BOOK / "instructor_guide.md").read_text(encoding="utf-8")
+    intro = (BOOK / "intro.md").read_text(encoding="utf-8")
+    for name, text, cols in (("instructor guide", guide, (-2,)), ("intro", intro, (-1,))):
+        seen = {}
+        for row in _table_rows(text):
+            docs = [c for c in row if re.fullmatch(r"\{doc\}`\d\d_\w+`", c)]
+            if docs:
+                stem = docs[0][6:-1]
+                seen[stem] = [int(re.fullmatch(r"(\d+) min", row[c]).group(1)) for c in cols]
+        assert set(seen) == set(minutes), f"{name}: chapters in its table {sorted(seen)} != {sorted(minutes)}"
+        for stem, (m,) in seen.items():
+            assert m == minutes[stem], f"{name}: {stem} has {m} min, the chapter says {minutes[stem]}"
+    for row in _table_rows(guide):
+        docs = [c for c in row if re.fullmatch(r"\{doc\}`\d\d_\w+`", c)]
+        if docs:
+            stem = docs[0][6:-1]
+            assert row[-1] == f"{classroom_minutes(minutes[stem])} min", (stem, row[-1])
+
+
+def _clock(t):
+    h, m = t.split(":")
+    return int(h) * 60 + int(m)
+
+
+def test_schedules_add_up():
+    """Every schedule table of the guide: blocks follow each other without gap or overlap, each
+    chapter gets its classroom time (summed over its blocks), and no block of a chapter is longer
+    than 65 minutes without a break."""
+    minutes = chapter_minutes()
+    by_number = {int(stem[:2]): stem for stem in minutes}
+    guide = (BOOK / "instructor_guide.md").read_text(encoding="utf-8")
+    tables, current = [], []
+    for line in guide.splitlines() + [""]:
+        if re.match(r"\| \d{1,2}:\d\d–\d{1,2}:\d\d \|", line):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    assert len(tables) == 4, f"expected four schedules (three sessions, one day); found {len(tables)}"
+    for table in tables:
+        end, per_chapter = None, {}
+        for line in table:
+            start_s, end_s = re.match(r"\| (\d{1,2}:\d\d)–(\d{1,2}:\d\d) \|", line).groups()
+            start, stop = _clock(start_s), _clock(end_s)
+            assert stop > start and (end is None or start == end), f"gap or overlap at {line[:40]}"
+            end = stop
+            block = line.split("|")[2]
+            m = re.match(r"\s*\{numref\}`Chapter %s <ch(\d\d)>`", block)
+            if m:
+                assert stop - start <= 65, f"a block over 65 minutes: {line[:60]}"
+                n = int(m.group(1))
+                per_chapter[n] = per_chapter.get(n, 0) + stop - start
+        for n, got in per_chapter.items():
+            want = classroom_minutes(minutes[by_number[n]])
+            assert got == want, f"chapter {n}: {got} min in a schedule, its classroom time is {want}"

@@ -110,37 +110,136 @@ def test_ch02_rescaled_totals():
 
 # --- chapter 3 -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", range(5))
-def test_ch03_scaled_variance_accepts_any_seed(seed):
+def _ch03_draw(seed, n=20_000, d=128, layout="rows"):
+    """The simulation of exercise 3.2 written independently of lib, in the layouts a learner uses."""
     rng = np.random.default_rng(seed)
-    q = rng.standard_normal((20_000, 128))
-    k = rng.standard_normal((20_000, 128))
-    s = (q * k).sum(axis=-1)
-    assert lib.check_scaled_variance((s / np.sqrt(128)).var(), 128, 20_000).ok
-    v = lib.check_scaled_variance(s.var(), 128, 20_000)
-    assert not v.ok and v.mistake == "unscaled"
-    v = lib.check_scaled_variance((s / 128).var(), 128, 20_000)
-    assert not v.ok and v.mistake == "divided_by_dk"
+    if layout == "rows":
+        q, k = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+        return (q * k).sum(axis=-1)
+    if layout == "one_draw":
+        qk = rng.standard_normal((2, n, d))
+        return np.einsum("nd,nd->n", qk[0], qk[1])
+    q, k = rng.standard_normal((d, n)), rng.standard_normal((d, n))
+    return (q * k).sum(axis=0)
+
+
+# seeds whose variance is inside three standard errors in every layout (seed 0 in the columns layout
+# is one of the about 3 in 1000 that are not: test_ch03_scaled_variance_band_is_three_standard_errors)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("layout", ["rows", "one_draw", "columns"])
+def test_ch03_scaled_variance_checks_the_simulation(seed, layout):
+    s = _ch03_draw(seed, layout=layout)
+    assert lib.check_scaled_variance(s / np.sqrt(128), 128, 20_000, seed=seed).ok
+    assert lib.check_scaled_variance(s, 128, 20_000, seed=seed).mistake == "unscaled"
+    assert lib.check_scaled_variance(s / 128, 128, 20_000, seed=seed).mistake == "divided_by_dk"
+    # the same scores claimed for another seed are not this seed's
+    assert lib.check_scaled_variance(s / np.sqrt(128), 128, 20_000, seed=seed + 10).mistake == "not_this_seed"
+
+
+def test_ch03_scaled_variance_cannot_be_passed_without_simulating():
+    # the theory value typed in (the chapter states it), or a number close to it
+    for typed in (1, 1.0, 0.99, [1.0], np.float64(1.0)):
+        v = lib.check_scaled_variance(typed, 128, 20_000, seed=0)
+        assert not v.ok and v.mistake == "one_number", typed
+    # an array with the right variance that is not the simulation
+    fake = np.random.default_rng(0).standard_normal(20_000)
+    assert lib.check_scaled_variance(fake, 128, 20_000, seed=0).mistake == "not_this_seed"
+    assert lib.check_scaled_variance(np.ones(20_000), 128, 20_000, seed=0).mistake == "not_this_seed"
+    for junk, code in ((None, "missing"), ("1.0x", "unreadable"), (np.ones(100), "wrong_shape"),
+                       (np.full(20_000, np.nan), "not_finite")):
+        v = lib.check_scaled_variance(junk, 128, 20_000, seed=0)
+        assert not v.ok and v.mistake == code, (junk, v)
+    with pytest.raises(ValueError, match="d_k"):
+        lib.check_scaled_variance(np.ones(100), 0, 100, seed=0)
+    with pytest.raises(ValueError, match="n must"):
+        lib.check_scaled_variance(np.ones(1), 8, 1, seed=0)
+    with pytest.raises(ValueError, match="seed"):
+        lib.check_scaled_variance(np.ones(100), 8, 100, seed=None)
 
 
 def test_ch03_scaled_variance_band_is_three_standard_errors():
-    # independent of lib.simulate: sd(s²) = sqrt(2/(n-1) + kappa/n) for sigma² = 1, kappa = 6/d_k
-    se = np.sqrt(2 / 19_999 + (6 / 128) / 20_000)
-    assert lib.check_scaled_variance(1 + 2.9 * se, 128, 20_000).ok
-    assert lib.check_scaled_variance(1 - 2.9 * se, 128, 20_000).ok
-    v = lib.check_scaled_variance(1 + 3.1 * se, 128, 20_000)
-    assert not v.ok and v.mistake == "wrong_value"
-    for junk, code in ((None, "missing"), ("1.0x", "unreadable"), ([1.0, 1.0], "not_a_number"),
-                       (float("nan"), "not_a_number")):
-        v = lib.check_scaled_variance(junk, 128, 20_000)
-        assert not v.ok and v.mistake == code, (junk, v)
-    with pytest.raises(ValueError, match="d_k"):
-        lib.check_scaled_variance(1.0, 0, 100)
-    with pytest.raises(ValueError, match="n must"):
-        lib.check_scaled_variance(1.0, 8, 1)
+    # small simulations scatter: find seeds just inside and outside three standard errors, with the
+    # standard error written independently of lib.simulate: sd(s²) = sqrt(2/(n-1) + kappa/n), kappa = 6/d
+    n, d = 50, 2
+    se = np.sqrt(2 / (n - 1) + (6 / d) / n)
+    inside = outside = None
+    for seed in range(3000):
+        s = _ch03_draw(seed, n=n, d=d) / np.sqrt(d)
+        z = abs(s.var() - 1) / se
+        if inside is None and 2.5 < z < 2.95:
+            inside = seed
+        if outside is None and z > 3.05:
+            outside = seed
+        if inside is not None and outside is not None:
+            break
+    assert inside is not None and outside is not None
+    assert lib.check_scaled_variance(_ch03_draw(inside, n=n, d=d) / np.sqrt(d), d, n, seed=inside).ok
+    v = lib.check_scaled_variance(_ch03_draw(outside, n=n, d=d) / np.sqrt(d), d, n, seed=outside)
+    assert not v.ok and v.mistake == "unlucky_seed"
 
 
 # --- chapter 4 -----------------------------------------------------------------------------------
+
+def test_ch04_scores_shape():
+    Q, K = np.zeros((2, 3)), np.ones((5, 3))
+    assert lib.check_scores_shape((2, 5), Q, K).ok and lib.check_scores_shape([2, 5], Q, K).ok
+    assert lib.check_scores_shape((Q @ K.T).shape, Q, K).ok
+    for wrong, code in (((5, 2), "transposed"), ((2, 3), "shape_of_q"), ((5, 3), "shape_of_q"),
+                        ((2, 2), "wrong_shape"), (10, "not_a_shape"), ((2.0, 5.0), "not_a_shape"),
+                        (None, "missing")):
+        v = lib.check_scores_shape(wrong, Q, K)
+        assert not v.ok and v.mistake == code, wrong
+    with pytest.raises(ValueError):
+        lib.check_scores_shape((2, 5), Q, np.ones((5, 4)))
+
+
+def test_ch04_naive_softmax():
+    s = [800.0, 802.0]
+    assert lib.check_naive_softmax([float("nan"), float("nan")], s).ok
+    assert lib.check_naive_softmax(np.array([np.nan, np.nan]), s).ok
+    e = math.exp(-2)
+    assert lib.check_naive_softmax([e / (1 + e), 1 / (1 + e)], s).mistake == "safe_softmax"
+    assert lib.check_naive_softmax([0.119, 0.881], s).mistake == "safe_softmax"
+    assert lib.check_naive_softmax([float("inf")] * 2, s).mistake == "exponentials"
+    assert lib.check_naive_softmax([0.0, 1.0], s).mistake == "wrong_value"
+    assert lib.check_naive_softmax([1.0], s).mistake == "wrong_shape"
+    # scores small enough not to overflow: the naive formula is right, and so is its value
+    assert lib.check_naive_softmax([e / (1 + e), 1 / (1 + e)], [0.0, 2.0]).ok
+
+
+def test_ch04_float16_dk():
+    lim = float(np.log(np.finfo(np.float16).max))     # ≈ 11.09: where exp overflows float16
+    t = (lim / 3) ** 2                                 # ≈ 13.7
+    assert 13 < t < 14
+    for right in (t, round(t, 1), 14, 16):
+        assert lib.check_float16_dk(right, lim).ok, right
+    assert lib.check_float16_dk(lim / 3, lim).mistake == "no_square"
+    assert lib.check_float16_dk(lim ** 2, lim).mistake == "one_sd"
+    assert lib.check_float16_dk(32, lim).mistake == "wrong_value"
+    assert lib.check_float16_dk(None, lim).mistake == "missing"
+
+
+def test_ch04_predictions():
+    q3 = np.array([1.0, 0.0, 2.0])
+    K3 = np.array([[2.0, 1.0, 1.0], [1.0, -1.0, 0.0], [0.0, 2.0, 1.0]])
+    assert lib.check_doubled_scores(4, 4, q3, K3).ok
+    assert lib.check_doubled_scores(9, 9, q3, K3, c=3.0).ok
+    assert lib.check_doubled_scores(2, 2, q3, K3).mistake == "times_c"
+    assert lib.check_doubled_scores(4, 1, q3, K3).mistake == "scaled_unchanged"
+    assert lib.check_doubled_scores(4, 2, q3, K3).mistake == "times_c"
+    assert lib.check_doubled_scores(8, 8, q3, K3).mistake == "wrong_value"
+    assert lib.check_sd_growth(10, 1, 3, 300).ok and lib.check_sd_growth(math.sqrt(100), 1.0, 3, 300).ok
+    assert lib.check_sd_growth(100, 1, 3, 300).mistake == "variance_ratio"
+    assert lib.check_sd_growth(10, 10, 3, 300).mistake == "scaled_grows"
+    assert lib.check_sd_growth(3, 1, 3, 300).mistake == "wrong_value"
+    assert lib.check_weight_over_dk(0.125, 8, 512).ok and lib.check_weight_over_dk(1 / 8, 8, 512).ok
+    # measured: 99 % of the weights of 8 unit-variance scores divided by 512 are within 20 % of 1/8, the pass band
+    z = np.random.default_rng(0).standard_normal((1000, 8)) * np.sqrt(512) / 512
+    w = np.exp(z) / np.exp(z).sum(-1, keepdims=True)
+    assert np.quantile(np.abs(w - 1 / 8), 0.99) < 0.2 / 8
+    assert lib.check_weight_over_dk(1.0, 8, 512).mistake == "one_hot"
+    assert lib.check_weight_over_dk(0.3, 8, 512).mistake == "wrong_value"
+
 
 
 # --- chapter 5 -----------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ def test_numpy_implementations(name):
     report = lib.infer_scale(fn)
     assert report.verdict == verdict, report.message
     assert report.scale == pytest.approx(tau, rel=1e-6)
-    assert bool(report) == (verdict == "ok") and str(report).startswith("✅" if verdict == "ok" else "❌")
+    assert bool(report) == (verdict == "ok") and str(report).startswith("✓" if verdict == "ok" else "✗")
     if verdict == "after_softmax":
         assert report.weight_sum == pytest.approx(0.25)  # the weights were divided by √16
 
@@ -138,7 +138,7 @@ def test_report_shows_its_message_as_written():
     r = lib.infer_scale(twice)
     assert not r and r.verdict == "double" and "d_k" in r.message
     md = r._repr_markdown_()
-    assert md.startswith("**❌** ") and "d\\_k" in md and "d_k" not in md.replace("d\\_k", "")
+    assert md.startswith("**✗** ") and "d\\_k" in md and "d_k" not in md.replace("d\\_k", "")
     h = r._repr_html_()
-    assert h.startswith('<p class="selfcheck-verdict selfcheck-not-yet"><strong>❌</strong> ')
-    assert str(r) == repr(r) == "❌ " + r.message
+    assert h.startswith('<p class="selfcheck-verdict selfcheck-not-yet"><strong>✗</strong> ')
+    assert str(r) == repr(r) == "✗ " + r.message

@@ -6,7 +6,7 @@ import lib
 
 def test_right_answer():
     v = lib.check_array([[0.5, 0.5]], np.array([[0.5, 0.5]]), name="weights")
-    assert v.ok and bool(v) and "matches" in v.message and str(v).startswith("✅")
+    assert v.ok and bool(v) and "matches" in v.message and str(v).startswith("✓")
 
 
 def test_missing_answer():
@@ -216,7 +216,7 @@ CHECKS = [
 @pytest.mark.parametrize("answer", range(len(BAD_INPUTS)))
 def test_never_raises_on_learner_input(check, answer):
     v = CHECKS[check](BAD_INPUTS[answer])
-    assert isinstance(v, lib.Verdict) and not v.ok and v.message and str(v).startswith("❌")
+    assert isinstance(v, lib.Verdict) and not v.ok and v.message and str(v).startswith("✗")
 
 
 def test_specific_messages_for_missing_and_ragged_answers():
@@ -237,8 +237,8 @@ def test_bad_reference_inputs_raise_named_errors():
 
 def test_verdict_markdown_and_old_constructor():
     v = lib.Verdict(True, "fine")                      # two-argument form still works
-    assert v.mistake is None and v._repr_markdown_().startswith("**✅")
-    assert lib.check_dot(2.5, Q2, K2)._repr_markdown_().startswith("**❌")
+    assert v.mistake is None and v._repr_markdown_().startswith("**✓")
+    assert lib.check_dot(2.5, Q2, K2)._repr_markdown_().startswith("**✗")
 
 
 # --- nearly right: right to fewer decimals than the check needs -------------------------------------
@@ -385,14 +385,14 @@ def test_english_messages_read_as_sentences():
 def test_html_and_markdown_show_the_same_verdict():
     v = lib.Verdict(False, "a < b & Σ_m e^z_m; replace `None<x>` and *run*.", "x")
     h = v._repr_html_()
-    assert h.startswith("<p") and "<strong>❌ Not yet.</strong>" in h
+    assert h.startswith("<p") and "<strong>✗ Not yet.</strong>" in h
     assert "a &lt; b &amp; Σ_m e^z_m" in h and "<code>None&lt;x&gt;</code>" in h and "*run*" in h
     md = v._repr_markdown_()
-    assert md.startswith("**❌ Not yet.**") and "`None<x>`" in md
+    assert md.startswith("**✗ Not yet.**") and "`None<x>`" in md
     assert r"Σ\_m" in md and r"\*run\*" in md
     ok = lib.check_scaled_scores(3.536, Q2, K2)
-    assert "<strong>✅ Correct.</strong>" in ok._repr_html_()
-    assert ok._repr_markdown_().startswith("**✅ Correct.**")
+    assert "<strong>✓ Correct.</strong>" in ok._repr_html_()
+    assert ok._repr_markdown_().startswith("**✓ Correct.**")
     # the words are the same in both forms
     import html as _html
     text_html = _html.unescape(re.sub(r"<[^>]+>", "", h))

@@ -5,6 +5,8 @@
     python tools/build.py site           the entry page        -> _build/html/index.html (opens the
                                          reader's language: the last choice, else the browser's)
     python tools/build.py gettext        messages to translate -> _build/gettext/**/*.pot
+    python tools/build.py trainer en|ja  the trainer's quiz     -> _build/trainer/<lang>/quiz.html (the
+                                         learner handout) and quiz_key.html (the answer key)
 
 Every HTML build is strict (warnings are errors, nitpicky references, keep going to list them all),
 like ``jupyter-book build . -W -n --keep-going``; it calls jupyter-book's own ``build_sphinx`` with the
@@ -181,6 +183,7 @@ def build_gettext() -> int:
         from i18n import add_code_messages
 
         add_code_messages()
+        status = _trainer_sphinx("gettext", "en", out / "trainer", out / ".doctrees-trainer", [])
     return status
 
 
@@ -224,7 +227,61 @@ def write_entry_page() -> None:
                                      encoding="utf-8")
 
 
+TRAINER_SRC = ROOT / "book" / "trainer"
+
+
+def _trainer_sphinx(builder: str, lang: str, outdir: Path, doctrees: Path, tags: list[str]) -> int:
+    """One small Sphinx project of its own for the trainer's pages (``book/trainer/``), outside the
+    book: not in its table of contents, its search index or its learner notebooks. Plain MyST, math
+    served offline; the Japanese text comes from ``locales/ja/LC_MESSAGES/trainer/*.po``."""
+    from sphinx.application import Sphinx
+
+    conf = {
+        "project": "Why attention divides by √d_k", "root_doc": "quiz",
+        "extensions": ["myst_parser", "sphinx-mathjax-offline"], "source_suffix": {".md": "markdown"},
+        "myst_enable_extensions": ["amsmath", "dollarmath", "colon_fence"],
+        "html_theme": "alabaster", "html_theme_options": {"nosidebar": True},
+        "html_show_sphinx": False, "html_show_copyright": False, "html_show_sourcelink": False,
+        "html_copy_source": False, "html_title": "", "gettext_compact": False,
+        "gettext_uuid": False, "gettext_location": False, "language": lang,
+    }
+    if lang != "en":
+        # Sphinx looks a page's catalog up by its name (quiz.po); the catalogs live with the book's,
+        # under trainer/, so copy them to a locale folder of this project.
+        loc = outdir.parent / f".locale-{builder}"
+        shutil.rmtree(loc, ignore_errors=True)
+        target = loc / lang / "LC_MESSAGES"
+        target.mkdir(parents=True)
+        for po in (LOCALES / lang / "LC_MESSAGES" / "trainer").glob("*.po"):
+            shutil.copy(po, target / po.name)
+        conf["locale_dirs"] = [str(loc)]
+    from sphinx.util.docutils import docutils_namespace, patch_docutils
+
+    with patch_docutils(None), docutils_namespace():   # as sphinx-build: one registry per build
+        app = Sphinx(str(TRAINER_SRC), None, str(outdir), str(doctrees), builder, confoverrides=conf,
+                     status=None, warningiserror=True, keep_going=True, tags=tags, freshenv=True)
+        app.build()
+        return app.statuscode
+
+
+def build_trainer(lang: str, out: Path | None = None) -> int:
+    """The quiz handout (no answers) and its answer key, from the one source book/trainer/quiz.md:
+    the key is the same page built with the tag ``key``, which shows its ``{only} key`` blocks."""
+    out = out or BUILD / "trainer" / lang
+    work = out.parent / f".work-{lang}"
+    status = _trainer_sphinx("html", lang, out, work / "doctrees-handout", [])
+    if status == 0:
+        status = _trainer_sphinx("html", lang, work / "key", work / "doctrees-key", ["key"])
+    if status == 0:
+        shutil.copy(work / "key" / "quiz.html", out / "quiz_key.html")
+    for extra in ("search.html", "genindex.html", "searchindex.js", "objects.inv"):
+        (out / extra).unlink(missing_ok=True)
+    return status
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["trainer"] and len(argv) == 2 and argv[1] in ("en", "ja"):
+        return build_trainer(argv[1])
     if argv[:1] == ["html"] and len(argv) == 2 and argv[1] in ("en", "ja"):
         return build_html(argv[1])
     if argv == ["gettext"]:

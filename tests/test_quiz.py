@@ -1,0 +1,166 @@
+"""The end-of-course quiz: a learner handout without answers and an answer key for the trainer, built
+from book/trainer/quiz.md outside the book (tools/build.py trainer), printed to PDF in Chromium."""
+import os
+import re
+import shutil
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lib
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+LANGS = ["en"] + (["ja"] if (ROOT / "locales/ja/LC_MESSAGES/trainer/quiz.po").is_file() else [])
+
+
+class _Text(HTMLParser):
+    """The visible text of a page, and the text of each answer box (every admonition but a warning)."""
+
+    def __init__(self):
+        super().__init__()
+        self.parts, self.answers, self._depth, self._in_answer = [], [], 0, None
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        cls = dict(attrs).get("class") or ""
+        if tag in ("script", "style"):
+            self._skip += 1
+        if tag == "div":
+            self._depth += 1
+            if "admonition" in cls.split() and self._in_answer is None:
+                self._in_answer, self._buf, self._cls = self._depth, [], cls.split()
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._skip -= 1
+        if tag == "div":
+            if self._in_answer == self._depth:
+                if "warning" not in self._cls:         # the key's note to the trainer is not an answer
+                    self.answers.append(" ".join(self._buf))
+                self._in_answer = None
+            self._depth -= 1
+
+    def handle_data(self, data):
+        if self._skip:
+            return
+        self.parts.append(data)
+        if self._in_answer is not None:
+            self._buf.append(data)
+
+
+def _read(path):
+    p = _Text()
+    p.feed(path.read_text(encoding="utf-8"))
+    return re.sub(r"\s+", " ", " ".join(p.parts)), [re.sub(r"\s+", " ", a) for a in p.answers]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    import build
+
+    out = {}
+    for lang in LANGS:
+        d = tmp_path_factory.mktemp(f"trainer-{lang}") / lang
+        assert build.build_trainer(lang, d) == 0, f"trainer build ({lang}) failed"
+        out[lang] = d
+    return out
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_handout_has_no_answer_and_key_has_them(built, lang):
+    handout, handout_boxes = _read(built[lang] / "quiz.html")
+    key, key_boxes = _read(built[lang] / "quiz_key.html")
+    questions = 11
+    assert len(re.findall(r"\b[123]\.\d\b", handout)) >= questions
+    assert handout.count("answer-space") == 0                   # (a class, not text)
+    assert (built[lang] / "quiz.html").read_text(encoding="utf-8").count('class="answer-space"') == questions
+    # the key: a pass mark, points for every question, one answer per question
+    answers = key_boxes
+    assert len(answers) == questions, len(answers)
+    assert re.search(r"60 ?%", key) and "9" in key and "14" in key and "19" in key
+    # the handout: no admonition at all, and no sentence of any answer
+    assert handout_boxes == []
+    for a in answers:
+        body = re.sub(r"^\s*(Answer|解答)[:：]?\s*", "", a)
+        for chunk in re.split(r"(?<=[.。])\s*", body):
+            chunk = chunk.strip()
+            if len(chunk) >= 25:
+                assert chunk not in handout, (lang, chunk)
+    for telltale in ("0.99991", "4.54", "65504", "Full (", "Partial (", "pass mark"):
+        assert telltale not in handout, telltale
+
+
+def test_key_numbers_are_the_math():
+    text = (ROOT / "book/trainer/quiz.md").read_text(encoding="utf-8")
+    p = lib.softmax(np.array([10.0, 0.0, 0.0]))
+    assert f"{p[0]:.5f}" == "0.99991" and "0.99991" in text
+    assert f"{p[1]:.2e}" == "4.54e-05" and r"4.54 \times 10^{-5}" in text
+    assert f"{np.abs(lib.softmax_jacobian(p)).max():.1e}" == "9.1e-05" and r"9.1 \times 10^{-5}" in text
+    assert float(np.finfo(np.float16).max) == 65504 and "65504" in text
+    # the points add up to the stated totals and the pass marks are 60 % of them, rounded up
+    parts = {}
+    for part, n in re.findall(r"\*\*(\d)\.\d [^*]+\*\* \[(\d) points?\]", text):
+        parts[part] = parts.get(part, 0) + int(n)
+    assert parts == {"1": 15, "2": 8, "3": 8}
+    for total, mark in ((15, 9), (23, 14), (31, 19)):
+        assert mark == -(-total * 3 // 5) and f"{mark} of {total}" in text
+
+
+def test_learner_faces_have_no_key():
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    assert "book/trainer" not in toc                            # not in the book, its sidebar or search
+    guide = (ROOT / "book/instructor_guide.md").read_text(encoding="utf-8")
+    assert "0.99991" not in guide and "Full (" not in guide
+    for html in (ROOT / "_build/html", ROOT / "_build/ja/html"):
+        if (html / "searchindex.js").is_file():                # a finished build of that edition
+            assert not list(html.rglob("quiz*.html"))
+            index = (html / "searchindex.js").read_text(encoding="utf-8")
+            assert "pass mark" not in index and "Answer key" not in index
+    learner = ROOT / "_build/notebooks"
+    if learner.is_dir():
+        assert not [p for p in learner.rglob("*.ipynb") if "quiz" in p.name]
+
+
+def _chromium():
+    for c in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
+        if c and shutil.which(c):
+            return shutil.which(c)
+    return None
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_printed_to_pdf(built, lang, tmp_path):
+    exe = _chromium()
+    if exe is None:
+        if os.environ.get("REQUIRE_BROWSER_TEST"):
+            pytest.fail("Chromium not found (apt-get install -y chromium)")
+        pytest.skip("Chromium not found (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    pages = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, headless=True, chromium_sandbox=False,
+                                     args=["--disable-gpu", "--no-first-run"])
+        try:
+            for name in ("quiz", "quiz_key"):
+                page = browser.new_page()
+                page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                           else route.abort())
+                page.goto((built[lang] / f"{name}.html").as_uri())
+                page.wait_for_function("() => !document.querySelector('.MathJax_Preview, mjx-merror') && "
+                                       "document.querySelectorAll('mjx-container').length > 10",
+                                       timeout=30_000)
+                pdf = page.pdf(format="A4", margin={k: "15mm" for k in ("top", "bottom", "left", "right")})
+                (tmp_path / f"{name}.pdf").write_bytes(pdf)
+                pages[name] = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
+                if name == "quiz":
+                    text = page.inner_text("body")
+                    assert "0.99991" not in text and "Full (" not in text
+        finally:
+            browser.close()
+    assert 3 <= pages["quiz"] <= 5, pages        # a few pages, with room to write
+    assert 1 <= pages["quiz_key"] <= 5, pages
