@@ -27,7 +27,7 @@ import textwrap
 import unicodedata
 from pathlib import Path
 
-__all__ = ["tr", "language", "set_language", "catalog", "wrap", "LANGUAGES"]
+__all__ = ["tr", "language", "set_language", "catalog", "wrap", "phrases", "LANGUAGES"]
 
 #: The editions the book has. English is the source; the others are catalogs under ``locales/``.
 LANGUAGES = ("en", "ja")
@@ -158,22 +158,65 @@ def read_po(path, *, code: set[str] | None = None) -> dict[str, str]:
     return out
 
 
-_TOKEN = re.compile(r"\s+|[!-~]+|.", re.S)   # a run of spaces, a run of ASCII (a word), one other character
 _NO_LINE_START = set("、。，．・：；？！）」』】〉》ー…")   # Japanese punctuation that never opens a line
+_parser = None
 
 
 def _columns(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
+def phrases(text: str) -> list[str]:
+    """``text`` cut into the phrases a line may break between, by BudouX's Japanese model.
+
+    BudouX (Google's phrase segmenter, the one browsers use for ``word-break: auto-phrase``) keeps a
+    word and its particles together: ``"ソフトマックスの後です。"`` -> ``["ソフトマックスの", "後です。"]``.
+    Joining the phrases gives ``text`` back unchanged.
+    """
+    global _parser
+    if _parser is None:
+        import budoux
+
+        _parser = budoux.load_default_japanese_parser()
+    return _parser.parse(text) if text else []
+
+
+def _chunks(text: str) -> list[str]:
+    """Unbreakable pieces of one line of text: spaces kept as their own chunks, ASCII words whole,
+    Japanese cut at BudouX's phrase boundaries."""
+    out: list[str] = []
+    for part in re.split(r"(\s+)", text):
+        if not part:
+            continue
+        if part.isspace():
+            out.append(" ")
+        elif _columns(part) == len(part):
+            out.append(part)
+        else:
+            out.extend(phrases(part))
+    return out
+
+
+def _split_long(chunk: str, width: int) -> list[str]:
+    """A phrase wider than a whole line (rare: a long compound) is cut between characters."""
+    pieces, piece = [], ""
+    for ch in chunk:
+        if piece and _columns(piece + ch) > width and ch not in _NO_LINE_START:
+            pieces.append(piece)
+            piece = ""
+        piece += ch
+    return pieces + ([piece] if piece else [])
+
+
 def wrap(text: str, width: int = 78) -> str:
     """``textwrap.fill`` for both editions: lines of at most ``width`` columns.
 
     English (text without wide characters) is exactly ``textwrap.fill(text, width)``. Japanese has no
-    spaces between words, so there a line may also break between two wide characters (which count as
-    two columns, as a terminal and a ``<pre>`` block show them); ASCII words are never split, and a
-    closing mark such as 。 or ） never starts a line. A single word longer than ``width`` gets a line
-    of its own.
+    spaces between words, so there a line breaks between the phrases BudouX finds (:func:`phrases`),
+    never inside a word (``ソフ|トマックス``); wide characters count as two columns, as a terminal and
+    a ``<pre>`` block show them; ASCII words are never split, and a closing mark such as 。 or ） never
+    starts a line. A single word or phrase longer than ``width`` gets a line of its own (a phrase is
+    cut between characters only if it is wider than a line).
     """
     if not isinstance(text, str):
         raise TypeError(f"wrap needs a str; got {type(text).__name__}")
@@ -182,15 +225,20 @@ def wrap(text: str, width: int = 78) -> str:
     if _columns(text) == len(text):
         return textwrap.fill(text, width)
     lines, line = [], ""
-    for tok in _TOKEN.findall(" ".join(text.split())):
-        if tok.isspace():
+    for chunk in _chunks(" ".join(text.split())):
+        if chunk == " ":
             if line:
                 line += " "
             continue
-        if line and _columns(line.rstrip() + tok) > width and tok[0] not in _NO_LINE_START:
-            lines.append(line.rstrip())
-            line = ""
-        line += tok
+        if _columns(chunk) > width and _columns(chunk) != len(chunk):
+            pieces = _split_long(chunk, width)
+        else:
+            pieces = [chunk]
+        for tok in pieces:
+            if line and _columns(line.rstrip() + tok) > width and tok[0] not in _NO_LINE_START:
+                lines.append(line.rstrip())
+                line = ""
+            line += tok
     if line.strip():
         lines.append(line.rstrip())
     return "\n".join(lines)

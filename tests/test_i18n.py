@@ -126,6 +126,33 @@ def test_wrap_breaks_japanese_between_characters():
     assert "0.25" in out                                             # ASCII words are not split
 
 
+WORDS = ["ソフトマックス", "スケール", "クエリ", "重み", "掛けられて", "内側", "かけていませんか"]
+
+
+@pytest.mark.parametrize("width", range(20, 61, 4))
+def test_wrap_never_breaks_inside_a_japanese_word(width):
+    """The editor's finding (ソフ|トマックス at width 78): at every width, no line break falls inside
+    one of the words of the message (known words, not the segmenter's own output)."""
+    text = ("1 つのクエリの重みの和が 1 ではなく 0.25 です。ソフトマックスの後で何かが重みに掛けられています"
+            "（スケールをソフトマックスの後でかけていませんか？）。ソフトマックスの内側のスケールは 1 です。")
+    lines = lib.wrap(text, width).split("\n")
+    for a, b in zip(lines, lines[1:]):
+        joint = a[-8:] + b[:8]
+        for word in WORDS:
+            for cut in range(1, len(word)):
+                assert not (a.endswith(word[:cut]) and b.startswith(word[cut:])), \
+                    f"width {width}: {word} broken across lines: {joint!r}"
+    widths = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in ln) for ln in lines]
+    assert max(widths) <= width + 2
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+
+
+def test_wrap_cuts_a_phrase_wider_than_the_line():
+    text = "ア" * 30
+    lines = lib.wrap(text, 20).split("\n")
+    assert "".join(lines) == text and all(len(ln) <= 10 for ln in lines)
+
+
 def test_wrap_rejects_bad_input():
     with pytest.raises(TypeError, match="str"):
         lib.wrap(3.5)
