@@ -18,6 +18,8 @@ myst-nb 1.4, sphinx-exercise 1.2, Sphinx 7.4), found by trying the translation o
    template ``tools/templates/language-switch.html`` (a link to the same page in the other edition).
 5. At the end of an HTML build, the learner's and the trainer's notebook of every chapter
    (``tools/learner.py``), from the resolved documents of that edition.
+6. The Japanese search index and the search page split words the same way, with the book's terms as
+   a dictionary (``tools/booksearch.py``).
 """
 from __future__ import annotations
 
@@ -242,6 +244,10 @@ def _learner_notebooks(app: Sphinx, exception):
 
 
 def setup(app: Sphinx):
+    import booksearch
+
+    # 6. The Japanese search: the same word splitter for the index and the query (tools/booksearch.py)
+    app.add_search_language(booksearch.search_language())
     _patch_myst_nb_parser()
     _keep_exercise_titles_for_gettext()
     _project_catalogs(app)
