@@ -66,7 +66,48 @@ def tr(message: str, /, **fields) -> str:
         raise TypeError(f"tr expects the English message as a str; got {type(message).__name__}")
     lang = language()
     text = message if lang == "en" else catalog(lang).get(message) or message
+    if lang != "en":
+        fields = {k: _error_text(v) for k, v in fields.items()}
     return text.format(**fields) if fields else text
+
+
+#: What Python's exceptions mean, in the editions' languages. Python's own message is English prose
+#: (``could not convert string to float: 'x'``); in a translated verdict the reader gets the type name
+#: (an identifier, kept) and what it means in their language instead.
+ERROR_MEANINGS = {
+    "ja": {
+        "ValueError": "受け付けられない値です",
+        "TypeError": "型が合いません",
+        "IndexError": "添字が範囲外です",
+        "KeyError": "その名前（キー）はありません",
+        "ZeroDivisionError": "0 で割っています",
+        "AttributeError": "その属性はありません",
+        "NameError": "定義されていない名前です",
+        "OverflowError": "数が大きすぎて表せません",
+        "RuntimeError": "実行中にエラーが起きました",
+        "NotImplementedError": "まだ書かれていない処理です",
+        "AssertionError": "assert が成り立ちませんでした",
+        "": "実行中にエラーが起きました",
+    },
+}
+_ERROR_STRING = re.compile(r"^(?P<name>[A-Z][A-Za-z]*(?:Error|Exception)): .*$", re.S)
+
+
+def _error_text(value):
+    """A field of a translated message: an exception (or "SomeError: English text") becomes its
+    type's meaning in the current language; anything else is returned unchanged."""
+    meanings = ERROR_MEANINGS.get(language())
+    if not meanings:
+        return value
+    if isinstance(value, BaseException):
+        name = type(value).__name__
+        return meanings.get(name) or meanings[""]
+    if isinstance(value, str):
+        m = _ERROR_STRING.match(value)
+        if m:
+            name = m.group("name")
+            return f"{name}：{meanings.get(name) or meanings['']}"
+    return value
 
 
 def catalog(lang: str) -> dict[str, str]:

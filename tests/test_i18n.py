@@ -181,3 +181,18 @@ def test_code_strings_prefer_lib_and_code_entries():
     for msgid, translations in code_translations.items():
         if msgid not in lib_entries:
             assert cat[msgid] in translations, msgid
+
+
+def test_python_error_text_becomes_japanese_in_a_japanese_verdict():
+    """Python's own message is English prose; inside a translated verdict the reader gets the type
+    name and its meaning in Japanese (an English verdict keeps Python's text)."""
+    exc = ValueError("could not convert string to float: 'abc'")
+    try:
+        i18n.set_language("ja")
+        text = lib.tr("{name}: could not read your answer as numbers ({err}).", name="z", err=exc)
+        assert "could not convert" not in text and "受け付けられない値" in text
+        assert lib.tr("x ({e})", e="TypeError: unsupported operand") == "x (TypeError：型が合いません)"
+        assert lib.tr("x ({e})", e="plain text") == "x (plain text)"
+    finally:
+        i18n.set_language(None)
+    assert "could not convert" in lib.tr("({err})", err=exc)
