@@ -196,3 +196,38 @@ def test_python_error_text_becomes_japanese_in_a_japanese_verdict():
     finally:
         i18n.set_language(None)
     assert "could not convert" in lib.tr("({err})", err=exc)
+
+
+def _bookext():
+    import importlib
+    import sys as _sys
+
+    _sys.path.insert(0, str(Path(i18n.__file__).resolve().parents[1] / "tools"))
+    return importlib.import_module("bookext")
+
+
+def test_every_learner_prompt_has_a_japanese_translation():
+    """The prompts of the cells a learner edits ("# your code here") are replaced in the Japanese
+    notebooks from prompts.po: a prompt added to a chapter without a translation fails here."""
+    import json
+
+    bookext = _bookext()
+    root = Path(i18n.__file__).resolve().parents[1]
+    found = {}
+    for nb in sorted((root / "book").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                for p in bookext.prompts("".join(cell["source"])):
+                    found[p] = nb.name
+    assert "your code here" in found                     # the extraction finds the known prompt
+    table = i18n.read_po(root / "locales" / "ja" / "LC_MESSAGES" / "prompts.po")
+    missing = {p: nb for p, nb in found.items() if p not in table}
+    assert not missing, f"prompts with no translation in locales/ja/LC_MESSAGES/prompts.po: {missing}"
+
+
+def test_prompts_are_replaced_and_code_kept():
+    bookext = _bookext()
+    src = "my_raw = None       # your two raw scores, e.g. [.., ..]\nx = 1  # a note\n    return None   # your code here"
+    out = bookext.translate_prompts(src, "ja")
+    assert out == ("my_raw = None       # 2 つの生のスコア（例：[.., ..]）\nx = 1  # a note\n"
+                   "    return None   # ここにコードを書きます")

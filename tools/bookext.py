@@ -239,8 +239,67 @@ def _learner_notebooks(app: Sphinx, exception):
     from sphinx.util import logging
 
     written = learner.write_all(app, app._book_pages_written)
+    lang = app.config.language or "en"
+    if lang != "en":
+        sources = Path(app.outdir) / "_sources"
+        for path in written:
+            _translate_prompts(path, lang)
+            copy = sources / "book" / path.name
+            if "learner" in path.parts and copy.is_file():
+                _translate_prompts(copy, lang)
     logging.getLogger(__name__).info(f"[bookext] {len(written)} learner and trainer notebooks in "
                                      f"_build/notebooks/{app.config.language or 'en'}/")
+
+
+# 7. The prompts of the cells a learner edits ("# your code here"), in the edition's language ------------
+
+#: A prompt: the comment after a placeholder the learner replaces (``= None``, ``return None``,
+#: ``...``, ``pass``) or a comment line that speaks to the learner (``# your ...``).
+PROMPT = __import__("re").compile(
+    r"(?P<code>(?:=\s*None|return None|\.\.\.|^\s*pass)\s*#\s*)(?P<text>\S.*?)\s*$"
+    r"|(?P<lead>^\s*#\s*)(?P<own>[Yy]our .+?)\s*$")
+
+
+def prompts(source: str) -> list[str]:
+    """The English prompts in one code cell's source."""
+    out = []
+    for line in source.splitlines():
+        m = PROMPT.search(line)
+        if m:
+            out.append(m.group("text") or m.group("own"))
+    return out
+
+
+def translate_prompts(source: str, lang: str) -> str:
+    """``source`` with each prompt replaced by its translation (``locales/<lang>/LC_MESSAGES/prompts.po``,
+    read through ``lib.i18n``); code and other comments unchanged."""
+    from lib import i18n
+
+    table = i18n.catalog(lang)
+
+    def one(line: str) -> str:
+        m = PROMPT.search(line)
+        if not m:
+            return line
+        text = m.group("text") or m.group("own")
+        start, end = m.span("text") if m.group("text") else m.span("own")
+        return line[:start] + table.get(text, text) + line[end:]
+
+    return "\n".join(one(line) for line in source.split("\n"))
+
+
+def _translate_prompts(path: Path, lang: str) -> None:
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            new = translate_prompts(cell.source, lang)
+            changed |= new != cell.source
+            cell.source = new
+    if changed:
+        nbformat.write(nb, path)
 
 
 def setup(app: Sphinx):
