@@ -109,6 +109,9 @@ _OTHER_ROLE = re.compile(r"\{[a-z:-]+\}`[^`]*`")
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 _CODE = re.compile(r"`[^`\n]+`")
 _FIELD = re.compile(r"\{[a-z_][a-z0-9_]*(?:[:!][^{}]*)?\}")
+_FORMULA_RUN = re.compile(r"(^|[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef])"
+                          r"([^\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef`]+)"
+                          r"(?=$|[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef])()")
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
@@ -122,6 +125,10 @@ def reader_text(msgstr: str, *, code: bool) -> str:
     t = _MD_LINK.sub(r"\1", t)
     if code:
         t = _FIELD.sub("`x`", t)
+        # formulas and code written out in what code prints (Var(q·k) = d_k σ², [mean, variance]):
+        # a run without Japanese that holds a formula sign is code for the reader
+        t = _FORMULA_RUN.sub(lambda m: m.group(1) + "`x`" + m.group(3)
+                             if re.search(r"[()\[\]=·√²/<>*+]", m.group(2)) else m.group(0), t)
     t = t.replace("\\n", " ")
     return t
 
