@@ -112,6 +112,8 @@ _FIELD = re.compile(r"\{[a-z_][a-z0-9_]*(?:[:!][^{}]*)?\}")
 _FORMULA_RUN = re.compile(r"(^|[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef])"
                           r"([^\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef`]+)"
                           r"(?=$|[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef])()")
+_ASCII_BRACKETS = re.compile(r"\((?:[^()\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]|\([^()]*\))*\)"
+                             r"|\[[^\[\]\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]*\]")
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
@@ -129,6 +131,9 @@ def reader_text(msgstr: str, *, code: bool) -> str:
         # a run without Japanese that holds a formula sign is code for the reader
         t = _FORMULA_RUN.sub(lambda m: m.group(1) + "`x`" + m.group(3)
                              if re.search(r"[()\[\]=·√²/<>*+]", m.group(2)) else m.group(0), t)
+    # half-width brackets around ASCII only (the panel labels (a) (b), rows (A) (B), tuples of glued
+    # values, chapter numbers [4]) are code-like; brackets that hold Japanese must be full-width
+    t = _ASCII_BRACKETS.sub("`x`", t)
     t = t.replace("\\n", " ")
     return t
 
