@@ -113,7 +113,7 @@ _FORMULA_RUN = re.compile(r"(^|[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef])"
                           r"([^\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef`]+)"
                           r"(?=$|[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef])()")
 _ASCII_BRACKETS = re.compile(r"\((?:[^()\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]|\([^()]*\))*\)"
-                             r"|\[[^\[\]\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]*\]")
+                             r"|\[(?:[^\[\]\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]|[、・])*\]")
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
@@ -133,6 +133,7 @@ def reader_text(msgstr: str, *, code: bool) -> str:
                              if re.search(r"[()\[\]=·√²/<>*+]", m.group(2)) else m.group(0), t)
     # half-width brackets around ASCII only (the panel labels (a) (b), rows (A) (B), tuples of glued
     # values, chapter numbers [4]) are code-like; brackets that hold Japanese must be full-width
+    t = _CODE.sub("`x`", t)                   # a code span is one word for the sentence length
     t = _ASCII_BRACKETS.sub("`x`", t)
     t = t.replace("\\n", " ")
     return t
