@@ -224,6 +224,12 @@ def _language_switch(app: Sphinx, pagename, templatename, context, doctree):
     context["other_language_url"] = f"{to_site_root}{other_prefix}{pagename}.html"
 
 
+def _book_css(app: Sphinx, config):
+    """``tools/static/book.css``: the switch in one header row, no sideways scroll on a phone."""
+    config.html_static_path = [*config.html_static_path, str(HERE / "static")]
+    app.add_css_file("book.css")
+
+
 # 5. Notebooks for learners and trainers -------------------------------------------------------------
 
 def _record_page(app: Sphinx, pagename, templatename, context, doctree):
@@ -315,6 +321,7 @@ def setup(app: Sphinx):
     app.add_post_transform(FullWidthParenthesesInExerciseTitles)
     app.add_post_transform(TranslatedExecutionTableHeader)
     app.connect("html-page-context", _language_switch)
+    app.connect("config-inited", _book_css)
     app._book_pages_written = set()
     app.connect("html-page-context", _record_page)
     app.connect("build-finished", _learner_notebooks)
