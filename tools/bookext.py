@@ -187,6 +187,29 @@ class FullWidthParenthesesInExerciseTitles(SphinxPostTransform):
             for text in list(node.children[0].findall(nodes.Text)):
                 if str(text) in wide:
                     text.parent.replace(text, nodes.Text(wide[str(text)]))
+            if isinstance(node, solution_node):
+                _solution_title_in_japanese_order(node.children[0])
+
+
+def _solution_title_in_japanese_order(title) -> None:
+    """"解答： 演習 1.1（行列の形）" (sphinx-exercise's "Solution to" + link) -> the link
+    "演習 1.1 の解答（行列の形）", the order a Japanese heading takes (exercise.po: "Solution to" = "の解答")."""
+    import re
+
+    from sphinx.locale import get_translation
+
+    suffix = get_translation("exercise")("Solution to")
+    first = title.children[0] if title.children else None
+    refs = [c for c in title.children if isinstance(c, nodes.reference)]
+    if not (isinstance(first, nodes.Text) and str(first).strip() == suffix.strip() and refs):
+        return
+    ref = refs[0]
+    m = re.match(r"\s*(\S+ [\d.]+)\s*(（.*）)?\s*$", ref.astext(), re.S)
+    if not m:
+        return
+    title.remove(first)
+    ref.children = []
+    ref += nodes.Text(f"{m.group(1)} {suffix.strip()}{m.group(2) or ''}")
 
 
 class TranslatedExecutionTableHeader(SphinxPostTransform):
@@ -210,6 +233,16 @@ class TranslatedExecutionTableHeader(SphinxPostTransform):
 
 
 # 4. The language switch -------------------------------------------------------------------------------
+
+def _no_space_before_full_width_bracket(app: Sphinx, pagename, templatename, context, doctree):
+    """sphinx-exercise writes an exercise's number as "演習 1.1 " (a trailing space) before its title:
+    "演習 1.1 （行列の形）" in Japanese. No space before a full-width bracket."""
+    if (app.config.language or "en") != "en" and "body" in context:
+        import re
+
+        context["body"] = re.sub(r'(<span class="caption-number">[^<]*?) +(</span>)\s*（', r"\1\2（",
+                                 context["body"])
+
 
 def _language_switch(app: Sphinx, pagename, templatename, context, doctree):
     lang = app.config.language or "en"
@@ -322,6 +355,7 @@ def setup(app: Sphinx):
     app.add_post_transform(TranslatedExecutionTableHeader)
     app.connect("html-page-context", _language_switch)
     app.connect("config-inited", _book_css)
+    app.connect("html-page-context", _no_space_before_full_width_bracket)
     app._book_pages_written = set()
     app.connect("html-page-context", _record_page)
     app.connect("build-finished", _learner_notebooks)
