@@ -17,7 +17,7 @@ export MKL_NUM_THREADS ?= 1
 NBVAL := -m pytest -q --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider
 
 .PHONY: help install book html-en html-ja test test-lib test-notebooks test-i18n test-learner \
-        test-learner-en test-learner-ja test-built test-build test-browser translations lab lab-source trainer \
+        test-learner-en test-learner-ja test-built test-build test-browser test-textlint translations lab lab-source trainer \
         bench clean clean-notebooks
 
 help:
@@ -62,7 +62,7 @@ book: install
 	@echo "Learner notebooks: _build/notebooks/en/learner, _build/notebooks/ja/learner (make lab)"
 
 test: install
-	$(MAKE) -k -j$(JOBS) --output-sync=target html-en html-ja test-lib test-notebooks test-i18n \
+	$(MAKE) -k -j$(JOBS) --output-sync=target html-en html-ja test-lib test-notebooks test-i18n test-textlint \
 	    test-learner-en test-learner-ja test-built test-browser
 
 test-lib: install
@@ -79,6 +79,16 @@ test-build: html-en html-ja
 test-i18n: html-en
 	$(BIN)/python tools/build.py gettext > _build/gettext.log 2>&1 || { tail -40 _build/gettext.log; exit 1; }
 	$(BIN)/python tools/i18n.py check
+
+# textlint with the Japanese technical-writing presets over every catalog's Japanese, the glossary as
+# termbase (prh); npm packages pinned by locales/textlint/package-lock.json, installed there (gitignored)
+TEXTLINT := locales/textlint/node_modules/.bin/textlint
+$(TEXTLINT): locales/textlint/package.json locales/textlint/package-lock.json
+	npm ci --prefix locales/textlint --no-audit --no-fund --loglevel=error
+	touch $(TEXTLINT)
+
+test-textlint: install $(TEXTLINT)
+	$(BIN)/python tools/jalint.py lint
 
 # the learner notebooks run top to bottom, in each language
 test-learner-en: html-en

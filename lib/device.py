@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ._backend import torch_module
+from .i18n import tr
 
 __all__ = ["default_device", "describe_device"]
 
@@ -17,5 +18,7 @@ def describe_device(device=None) -> str:
     torch = torch_module()
     device = default_device() if device is None else torch.device(device)
     if device.type == "cuda":
-        return f"cuda: {torch.cuda.get_device_name(device)} (torch {torch.__version__})"
-    return f"cpu (torch {torch.__version__}, {torch.get_num_threads()} threads; no GPU found, so the CPU ran this)"
+        return tr("cuda: {name} (torch {version})", name=torch.cuda.get_device_name(device),
+                  version=torch.__version__)
+    return tr("cpu (torch {version}, {threads} threads; no GPU found, so the CPU ran this)",
+              version=torch.__version__, threads=torch.get_num_threads())

@@ -27,7 +27,7 @@ import textwrap
 import unicodedata
 from pathlib import Path
 
-__all__ = ["tr", "language", "set_language", "catalog", "wrap", "LANGUAGES"]
+__all__ = ["tr", "language", "set_language", "catalog", "wrap", "phrases", "LANGUAGES"]
 
 #: The editions the book has. English is the source; the others are catalogs under ``locales/``.
 LANGUAGES = ("en", "ja")
@@ -66,7 +66,48 @@ def tr(message: str, /, **fields) -> str:
         raise TypeError(f"tr expects the English message as a str; got {type(message).__name__}")
     lang = language()
     text = message if lang == "en" else catalog(lang).get(message) or message
+    if lang != "en":
+        fields = {k: _error_text(v) for k, v in fields.items()}
     return text.format(**fields) if fields else text
+
+
+#: What Python's exceptions mean, in the editions' languages. Python's own message is English prose
+#: (``could not convert string to float: 'x'``); in a translated verdict the reader gets the type name
+#: (an identifier, kept) and what it means in their language instead.
+ERROR_MEANINGS = {
+    "ja": {
+        "ValueError": "受け付けられない値です",
+        "TypeError": "型が合いません",
+        "IndexError": "添字が範囲外です",
+        "KeyError": "その名前（キー）はありません",
+        "ZeroDivisionError": "0 で割っています",
+        "AttributeError": "その属性はありません",
+        "NameError": "定義されていない名前です",
+        "OverflowError": "数が大きすぎて表せません",
+        "RuntimeError": "実行中にエラーが起きました",
+        "NotImplementedError": "まだ書かれていない処理です",
+        "AssertionError": "assert が成り立ちませんでした",
+        "": "実行中にエラーが起きました",
+    },
+}
+_ERROR_STRING = re.compile(r"^(?P<name>[A-Z][A-Za-z]*(?:Error|Exception)): .*$", re.S)
+
+
+def _error_text(value):
+    """A field of a translated message: an exception (or "SomeError: English text") becomes its
+    type's meaning in the current language; anything else is returned unchanged."""
+    meanings = ERROR_MEANINGS.get(language())
+    if not meanings:
+        return value
+    if isinstance(value, BaseException):
+        name = type(value).__name__
+        return meanings.get(name) or meanings[""]
+    if isinstance(value, str):
+        m = _ERROR_STRING.match(value)
+        if m:
+            name = m.group("name")
+            return f"{name}：{meanings.get(name) or meanings['']}"
+    return value
 
 
 def catalog(lang: str) -> dict[str, str]:
@@ -158,22 +199,65 @@ def read_po(path, *, code: set[str] | None = None) -> dict[str, str]:
     return out
 
 
-_TOKEN = re.compile(r"\s+|[!-~]+|.", re.S)   # a run of spaces, a run of ASCII (a word), one other character
 _NO_LINE_START = set("、。，．・：；？！）」』】〉》ー…")   # Japanese punctuation that never opens a line
+_parser = None
 
 
 def _columns(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
+def phrases(text: str) -> list[str]:
+    """``text`` cut into the phrases a line may break between, by BudouX's Japanese model.
+
+    BudouX (Google's phrase segmenter, the one browsers use for ``word-break: auto-phrase``) keeps a
+    word and its particles together: ``"ソフトマックスの後です。"`` -> ``["ソフトマックスの", "後です。"]``.
+    Joining the phrases gives ``text`` back unchanged.
+    """
+    global _parser
+    if _parser is None:
+        import budoux
+
+        _parser = budoux.load_default_japanese_parser()
+    return _parser.parse(text) if text else []
+
+
+def _chunks(text: str) -> list[str]:
+    """Unbreakable pieces of one line of text: spaces kept as their own chunks, ASCII words whole,
+    Japanese cut at BudouX's phrase boundaries."""
+    out: list[str] = []
+    for part in re.split(r"(\s+)", text):
+        if not part:
+            continue
+        if part.isspace():
+            out.append(" ")
+        elif _columns(part) == len(part):
+            out.append(part)
+        else:
+            out.extend(phrases(part))
+    return out
+
+
+def _split_long(chunk: str, width: int) -> list[str]:
+    """A phrase wider than a whole line (rare: a long compound) is cut between characters."""
+    pieces, piece = [], ""
+    for ch in chunk:
+        if piece and _columns(piece + ch) > width and ch not in _NO_LINE_START:
+            pieces.append(piece)
+            piece = ""
+        piece += ch
+    return pieces + ([piece] if piece else [])
+
+
 def wrap(text: str, width: int = 78) -> str:
     """``textwrap.fill`` for both editions: lines of at most ``width`` columns.
 
     English (text without wide characters) is exactly ``textwrap.fill(text, width)``. Japanese has no
-    spaces between words, so there a line may also break between two wide characters (which count as
-    two columns, as a terminal and a ``<pre>`` block show them); ASCII words are never split, and a
-    closing mark such as 。 or ） never starts a line. A single word longer than ``width`` gets a line
-    of its own.
+    spaces between words, so there a line breaks between the phrases BudouX finds (:func:`phrases`),
+    never inside a word (``ソフ|トマックス``); wide characters count as two columns, as a terminal and
+    a ``<pre>`` block show them; ASCII words are never split, and a closing mark such as 。 or ） never
+    starts a line. A single word or phrase longer than ``width`` gets a line of its own (a phrase is
+    cut between characters only if it is wider than a line).
     """
     if not isinstance(text, str):
         raise TypeError(f"wrap needs a str; got {type(text).__name__}")
@@ -182,15 +266,20 @@ def wrap(text: str, width: int = 78) -> str:
     if _columns(text) == len(text):
         return textwrap.fill(text, width)
     lines, line = [], ""
-    for tok in _TOKEN.findall(" ".join(text.split())):
-        if tok.isspace():
+    for chunk in _chunks(" ".join(text.split())):
+        if chunk == " ":
             if line:
                 line += " "
             continue
-        if line and _columns(line.rstrip() + tok) > width and tok[0] not in _NO_LINE_START:
-            lines.append(line.rstrip())
-            line = ""
-        line += tok
+        if _columns(chunk) > width and _columns(chunk) != len(chunk):
+            pieces = _split_long(chunk, width)
+        else:
+            pieces = [chunk]
+        for tok in pieces:
+            if line and _columns(line.rstrip() + tok) > width and tok[0] not in _NO_LINE_START:
+                lines.append(line.rstrip())
+                line = ""
+            line += tok
     if line.strip():
         lines.append(line.rstrip())
     return "\n".join(lines)

@@ -126,6 +126,33 @@ def test_wrap_breaks_japanese_between_characters():
     assert "0.25" in out                                             # ASCII words are not split
 
 
+WORDS = ["ソフトマックス", "スケール", "クエリ", "重み", "掛けられて", "内側", "かけていませんか"]
+
+
+@pytest.mark.parametrize("width", range(20, 61, 4))
+def test_wrap_never_breaks_inside_a_japanese_word(width):
+    """The editor's finding (ソフ|トマックス at width 78): at every width, no line break falls inside
+    one of the words of the message (known words, not the segmenter's own output)."""
+    text = ("1 つのクエリの重みの和が 1 ではなく 0.25 です。ソフトマックスの後で何かが重みに掛けられています"
+            "（スケールをソフトマックスの後でかけていませんか？）。ソフトマックスの内側のスケールは 1 です。")
+    lines = lib.wrap(text, width).split("\n")
+    for a, b in zip(lines, lines[1:]):
+        joint = a[-8:] + b[:8]
+        for word in WORDS:
+            for cut in range(1, len(word)):
+                assert not (a.endswith(word[:cut]) and b.startswith(word[cut:])), \
+                    f"width {width}: {word} broken across lines: {joint!r}"
+    widths = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in ln) for ln in lines]
+    assert max(widths) <= width + 2
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+
+
+def test_wrap_cuts_a_phrase_wider_than_the_line():
+    text = "ア" * 30
+    lines = lib.wrap(text, 20).split("\n")
+    assert "".join(lines) == text and all(len(ln) <= 10 for ln in lines)
+
+
 def test_wrap_rejects_bad_input():
     with pytest.raises(TypeError, match="str"):
         lib.wrap(3.5)
@@ -154,3 +181,53 @@ def test_code_strings_prefer_lib_and_code_entries():
     for msgid, translations in code_translations.items():
         if msgid not in lib_entries:
             assert cat[msgid] in translations, msgid
+
+
+def test_python_error_text_becomes_japanese_in_a_japanese_verdict():
+    """Python's own message is English prose; inside a translated verdict the reader gets the type
+    name and its meaning in Japanese (an English verdict keeps Python's text)."""
+    exc = ValueError("could not convert string to float: 'abc'")
+    try:
+        i18n.set_language("ja")
+        text = lib.tr("{name}: could not read your answer as numbers ({err}).", name="z", err=exc)
+        assert "could not convert" not in text and "受け付けられない値" in text
+        assert lib.tr("x ({e})", e="TypeError: unsupported operand") == "x (TypeError：型が合いません)"
+        assert lib.tr("x ({e})", e="plain text") == "x (plain text)"
+    finally:
+        i18n.set_language(None)
+    assert "could not convert" in lib.tr("({err})", err=exc)
+
+
+def _bookext():
+    import importlib
+    import sys as _sys
+
+    _sys.path.insert(0, str(Path(i18n.__file__).resolve().parents[1] / "tools"))
+    return importlib.import_module("bookext")
+
+
+def test_every_learner_prompt_has_a_japanese_translation():
+    """The prompts of the cells a learner edits ("# your code here") are replaced in the Japanese
+    notebooks from prompts.po: a prompt added to a chapter without a translation fails here."""
+    import json
+
+    bookext = _bookext()
+    root = Path(i18n.__file__).resolve().parents[1]
+    found = {}
+    for nb in sorted((root / "book").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                for p in bookext.prompts("".join(cell["source"])):
+                    found[p] = nb.name
+    assert "your code here" in found                     # the extraction finds the known prompt
+    table = i18n.read_po(root / "locales" / "ja" / "LC_MESSAGES" / "prompts.po")
+    missing = {p: nb for p, nb in found.items() if p not in table}
+    assert not missing, f"prompts with no translation in locales/ja/LC_MESSAGES/prompts.po: {missing}"
+
+
+def test_prompts_are_replaced_and_code_kept():
+    bookext = _bookext()
+    src = "my_raw = None       # your two raw scores, e.g. [.., ..]\nx = 1  # a note\n    return None   # your code here"
+    out = bookext.translate_prompts(src, "ja")
+    assert out == ("my_raw = None       # 2 つの生のスコア（例：[.., ..]）\nx = 1  # a note\n"
+                   "    return None   # ここにコードを書きます")

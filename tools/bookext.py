@@ -1,7 +1,7 @@
 """The book's own Sphinx extension: what the Japanese edition and the learner notebooks need.
 
 Loaded by ``_config.yml`` (listed in ``sphinx.config.extensions``, before sphinx_exercise, and in
-``sphinx.local_extensions`` for its path). It does three things:
+``sphinx.local_extensions`` for its path). What it does:
 
 1-3. The patches of the stack's gaps (glued values in translated paragraphs, translatable exercise
    titles, the project's catalogs for the extensions' own words, solution titles, full-width
@@ -12,6 +12,10 @@ Loaded by ``_config.yml`` (listed in ``sphinx.config.extensions``, before sphinx
    template ``tools/templates/language-switch.html`` (a link to the same page in the other edition).
 5. At the end of an HTML build, the learner's and the trainer's notebook of every chapter
    (``tools/learner.py``), from the resolved documents of that edition.
+6. The Japanese search index and the search page split words the same way, with the book's terms as
+   a dictionary (``tools/booksearch.py``).
+7. In the Japanese notebooks, the prompts of the cells a learner edits ("# your code here") in
+   Japanese (``locales/<lang>/LC_MESSAGES/prompts.po``).
 """
 from __future__ import annotations
 
@@ -41,6 +45,12 @@ def _language_switch(app: Sphinx, pagename, templatename, context, doctree):
     context["other_language_url"] = f"{to_site_root}{other_prefix}{pagename}.html"
 
 
+def _book_css(app: Sphinx, config):
+    """``tools/static/book.css``: the switch in one header row, no sideways scroll on a phone."""
+    config.html_static_path = [*config.html_static_path, str(HERE / "static")]
+    app.add_css_file("book.css")
+
+
 # 5. Notebooks for learners and trainers -------------------------------------------------------------
 
 def _record_page(app: Sphinx, pagename, templatename, context, doctree):
@@ -56,15 +66,80 @@ def _learner_notebooks(app: Sphinx, exception):
     from sphinx.util import logging
 
     written = learner.write_all(app, app._book_pages_written)
+    lang = app.config.language or "en"
+    if lang != "en":
+        sources = Path(app.outdir) / "_sources"
+        for path in written:
+            _translate_prompts(path, lang)
+            copy = sources / "book" / path.name
+            if "learner" in path.parts and copy.is_file():
+                _translate_prompts(copy, lang)
     logging.getLogger(__name__).info(f"[bookext] {len(written)} learner and trainer notebooks in "
                                      f"_build/notebooks/{app.config.language or 'en'}/")
 
 
+# 7. The prompts of the cells a learner edits ("# your code here"), in the edition's language ------------
+
+#: A prompt: the comment after a placeholder the learner replaces (``= None``, ``return None``,
+#: ``...``, ``pass``) or a comment line that speaks to the learner (``# your ...``).
+PROMPT = __import__("re").compile(
+    r"(?P<code>(?:=\s*None|return None|\.\.\.|^\s*pass)\s*#\s*)(?P<text>\S.*?)\s*$"
+    r"|(?P<lead>^\s*#\s*)(?P<own>[Yy]our .+?)\s*$")
+
+
+def prompts(source: str) -> list[str]:
+    """The English prompts in one code cell's source."""
+    out = []
+    for line in source.splitlines():
+        m = PROMPT.search(line)
+        if m:
+            out.append(m.group("text") or m.group("own"))
+    return out
+
+
+def translate_prompts(source: str, lang: str) -> str:
+    """``source`` with each prompt replaced by its translation (``locales/<lang>/LC_MESSAGES/prompts.po``,
+    read through ``lib.i18n``); code and other comments unchanged."""
+    from lib import i18n
+
+    table = i18n.catalog(lang)
+
+    def one(line: str) -> str:
+        m = PROMPT.search(line)
+        if not m:
+            return line
+        text = m.group("text") or m.group("own")
+        start, end = m.span("text") if m.group("text") else m.span("own")
+        return line[:start] + table.get(text, text) + line[end:]
+
+    return "\n".join(one(line) for line in source.split("\n"))
+
+
+def _translate_prompts(path: Path, lang: str) -> None:
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            new = translate_prompts(cell.source, lang)
+            changed |= new != cell.source
+            cell.source = new
+    if changed:
+        nbformat.write(nb, path)
+
+
 def setup(app: Sphinx):
+    import booksearch
+
+    # 6. The Japanese search: the same word splitter for the index and the query (tools/booksearch.py)
+    app.add_search_language(booksearch.search_language())
     import upstream
 
     upstream.install(app)
     app.connect("html-page-context", _language_switch)
+    app.connect("config-inited", _book_css)
+    app.connect("html-page-context", _no_space_before_full_width_bracket)
     app._book_pages_written = set()
     app.connect("html-page-context", _record_page)
     app.connect("build-finished", _learner_notebooks)

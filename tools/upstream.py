@@ -66,9 +66,15 @@ PATCHES: tuple[Patch, ...] = (
           "sphinx_exercise/post_transforms.py (env.sphinx_exercise_registry[label]['node'])",
           "tests/built/test_upstream_patches.py::test_solution_titles_repeat_the_translated_exercise"),
     Patch(6, "full-width parentheses in Japanese exercise titles: replaces the Text nodes ' (' and ')' "
-             "that sphinx-exercise writes (priority 23, after its 20-22)",
+             "that sphinx-exercise writes (priority 23, after its 20-22); a solution's title in Japanese "
+             "order (演習 1.1 の解答（…）, from the 'Solution to' + link nodes)",
           "tools/upstream.py: FullWidthParenthesesInExerciseTitles", ("sphinx-exercise",),
           "sphinx_exercise/post_transforms.py (title built from Text ' (' + subtitle + ')')",
+          "tests/built/test_upstream_patches.py::test_japanese_exercise_titles_use_full_width_parentheses"),
+    Patch(20, "no space between an exercise's number and its full-width bracket: sphinx-exercise writes "
+              "the number as '演習 1.1 ' (trailing space) inside span.caption-number; the page's HTML is "
+              "edited in html-page-context", "tools/upstream.py: _no_space_before_full_width_bracket",
+          ("sphinx-exercise",), "sphinx_exercise/post_transforms.py (caption-number text with a trailing space)",
           "tests/built/test_upstream_patches.py::test_japanese_exercise_titles_use_full_width_parentheses"),
     Patch(7, "the execution-statistics table header in the page's language (after myst-nb's "
              "post-transform, priority 8)",
@@ -144,6 +150,7 @@ def install(app: Sphinx) -> None:
     app.add_post_transform(SolutionTitlesFromTranslatedExercises)
     app.add_post_transform(FullWidthParenthesesInExerciseTitles)
     app.add_post_transform(TranslatedExecutionTableHeader)
+    app.connect("html-page-context", _no_space_before_full_width_bracket)
 
 
 # 1. Glue data for translated paragraphs ---------------------------------------------------------
@@ -304,6 +311,29 @@ class FullWidthParenthesesInExerciseTitles(SphinxPostTransform):
             for text in list(node.children[0].findall(nodes.Text)):
                 if str(text) in wide:
                     text.parent.replace(text, nodes.Text(wide[str(text)]))
+            if isinstance(node, solution_node):
+                _solution_title_in_japanese_order(node.children[0])
+
+
+def _solution_title_in_japanese_order(title) -> None:
+    """"解答： 演習 1.1（行列の形）" (sphinx-exercise's "Solution to" + link) -> the link
+    "演習 1.1 の解答（行列の形）", the order a Japanese heading takes (exercise.po: "Solution to" = "の解答")."""
+    import re
+
+    from sphinx.locale import get_translation
+
+    suffix = get_translation("exercise")("Solution to")
+    first = title.children[0] if title.children else None
+    refs = [c for c in title.children if isinstance(c, nodes.reference)]
+    if not (isinstance(first, nodes.Text) and str(first).strip() == suffix.strip() and refs):
+        return
+    ref = refs[0]
+    m = re.match(r"\s*(\S+ [\d.]+)\s*(（.*）)?\s*$", ref.astext(), re.S)
+    if not m:
+        return
+    title.remove(first)
+    ref.children = []
+    ref += nodes.Text(f"{m.group(1)} {suffix.strip()}{m.group(2) or ''}")
 
 
 class TranslatedExecutionTableHeader(SphinxPostTransform):
@@ -324,6 +354,18 @@ class TranslatedExecutionTableHeader(SphinxPostTransform):
             for text in list(thead.findall(nodes.Text)):
                 if str(text) in self.WORDS:
                     text.parent.replace(text, nodes.Text(_(str(text))))
+
+
+# 20. HTML of exercise titles -----------------------------------------------------------------------
+
+def _no_space_before_full_width_bracket(app: Sphinx, pagename, templatename, context, doctree):
+    """sphinx-exercise writes an exercise's number as "演習 1.1 " (a trailing space) before its title:
+    "演習 1.1 （行列の形）" in Japanese. No space before a full-width bracket."""
+    if (app.config.language or "en") != "en" and "body" in context:
+        import re
+
+        context["body"] = re.sub(r'(<span class="caption-number">[^<]*?) +(</span>)\s*（', r"\1\2（",
+                                 context["body"])
 
 
 # 9-12. What tools/learner.py reads from myst-nb and jupyter-cache -----------------------------------

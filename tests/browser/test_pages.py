@@ -490,3 +490,137 @@ def test_cheat_sheet_prints_on_one_page(browser, server, edition, paper):
     pages = len(__import__("re").findall(rb"/Type\s*/Page(?![a-zA-Z])", pdf))
     assert pages >= 1, "no page found in the PDF (the counter is broken)"
     assert pages == 1, f"{edition or 'en/'}book/cheatsheet.html prints on {pages} {paper} pages, not one"
+
+
+# --- What a reader sees: the language switch at both widths, no sideways scroll at 390 px -------------
+
+#: The widths every page is checked at: the training-room laptop and a phone.
+WIDTHS = {"laptop": (1366, 900), "phone": (390, 844)}
+BOOK_PAGES = [p for p in PAGES if p.removeprefix("ja/").startswith("book/")]
+
+SWITCH_JS = r"""
+() => {
+  const a = document.querySelector('a.book-language-switch');
+  if (!a) return {missing: true};
+  const r = a.getBoundingClientRect();
+  const x = r.left + r.width / 2, y = r.top + r.height / 2;
+  const hit = document.elementFromPoint(x, y);
+  const top = document.elementFromPoint(x, r.top + 2);
+  const describe = (el) => el ? (el.tagName.toLowerCase() + (el.className && typeof el.className === 'string'
+                                   ? '.' + el.className.trim().split(/\s+/).join('.') : '')) : 'nothing';
+  return {
+    box: [Math.round(r.left), Math.round(r.top), Math.round(r.right), Math.round(r.bottom)],
+    view: [window.innerWidth, window.innerHeight],
+    centre: hit === a || a.contains(hit), centreHit: describe(hit),
+    topEdge: top === a || a.contains(top), topHit: describe(top),
+    scrollWidth: document.documentElement.scrollWidth,
+  };
+}
+"""
+
+
+def _switch_problems(s: dict) -> list[str]:
+    if s.get("missing"):
+        return ["no language switch (a.book-language-switch)"]
+    out = []
+    left, top, right, bottom = s["box"]
+    width, height = s["view"]
+    if left < 0 or top < 0 or right > width or bottom > height:
+        out.append(f"language switch {s['box']} not inside the {width}x{height} viewport")
+    if not s["centre"]:
+        out.append(f"language switch covered at its centre by {s['centreHit']}")
+    if not s["topEdge"]:
+        out.append(f"language switch covered at its top edge by {s['topHit']}")
+    if s["scrollWidth"] > width + 1:
+        out.append(f"page is {s['scrollWidth']} px wide at {width} px: it scrolls sideways")
+    return out
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("page_path", BOOK_PAGES or ["<no pages>"])
+def test_language_switch_is_visible_and_no_sideways_scroll(browser, server, page_path, width):
+    """The link to the other edition is fully visible and clickable (the element at its centre and at
+    its top edge is the link itself), inside the viewport, and the page does not scroll sideways; at
+    the laptop's 1366 px and at a phone's 390 px. Clicking it opens the same page in the other edition."""
+    if page_path == "<no pages>":
+        _unavailable(f"no pages found under {HTML_DIR}: build the book first")
+    page = browser.new_page(viewport=dict(zip(("width", "height"), WIDTHS[width])))
+    try:
+        page.goto(f"{server}/{page_path}", wait_until="load", timeout=60_000)
+        problems = _switch_problems(page.evaluate(SWITCH_JS))
+        if not problems:
+            page.click("a.book-language-switch", timeout=10_000)
+            page.wait_for_load_state("load")
+            other = page_path.removeprefix("ja/") if page_path.startswith("ja/") else "ja/" + page_path
+            if not page.url.endswith("/" + other):
+                problems.append(f"the switch opened {page.url}, not {other}")
+    finally:
+        page.close()
+    assert not problems, f"{page_path} at {width} ({WIDTHS[width][0]} px):\n  " + "\n  ".join(problems)
+
+
+def test_switch_checks_can_fail():
+    covered = {"box": [10, -13, 80, 20], "view": [390, 844], "centre": False, "centreHit": "div.x",
+               "topEdge": False, "topHit": "div.navbar-header-items", "scrollWidth": 431}
+    assert len(_switch_problems(covered)) == 4
+    assert _switch_problems({"missing": True})
+
+
+# --- Search: the glossary's terms and the code words find their pages, in both editions ---------------
+
+CODE_WORDS = ("float16", "float32", "bfloat16", "scale", "softcap", "softmax", "scaled_dot_product_attention")
+
+
+def _glossary_queries():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import jalint
+
+    terms = jalint.glossary_terms()
+    ja = {ja: "book/glossary.html" for ja in terms.values()}
+    en = {en: "book/glossary.html" for en in terms}
+    # the code words the chapters teach; a word no page uses yet (softcap arrives with a later chapter)
+    # is not expected, but every word that a page's source has must be found
+    sources = " ".join(p.read_text(encoding="utf-8") for p in (ROOT / "book").iterdir()
+                       if p.suffix in {".md", ".ipynb"})
+    code = {w: None for w in CODE_WORDS if w in sources}
+    assert {"float16", "float32", "scale"} <= set(code), "the chapters no longer use float16/float32/scale?"
+    return {"": {**en, **code}, "ja/": {**ja, **code}}
+
+
+SEARCH_JS = r"""
+async (timeout) => {
+  const t0 = Date.now();
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  while (Date.now() - t0 < timeout) {
+    const summary = document.querySelector('#search-results .search-summary, #search-results p');
+    const items = document.querySelectorAll('#search-results ul.search li');
+    if (summary && summary.textContent.trim() && (items.length || !document.querySelector('#search-progress')?.textContent.trim()))
+      return Array.from(items).map((li) => li.querySelector('a')?.getAttribute('href') || '');
+    await sleep(50);
+  }
+  return null;
+}
+"""
+
+
+@pytest.mark.parametrize("edition", ["", "ja/"], ids=["en", "ja"])
+def test_search_finds_every_glossary_term_and_code_word(browser, server, edition):
+    """Every glossary term (English in the English edition, the preferred Japanese term in the
+    Japanese one) finds the glossary page, and float16, float32, scale and softcap find pages."""
+    from urllib.parse import quote
+
+    if not (HTML_DIR / edition / "search.html").is_file():
+        _unavailable(f"no {edition or 'English '}search page under {HTML_DIR}: build the book first")
+    page = browser.new_page()
+    failed = []
+    try:
+        for query, must in _glossary_queries()[edition].items():
+            page.goto(f"{server}/{edition}search.html?q={quote(query)}", wait_until="load", timeout=60_000)
+            hrefs = page.evaluate(SEARCH_JS, 20_000)
+            if not hrefs:
+                failed.append(f"{query!r}: no result")
+            elif must and not any(must in h for h in hrefs):
+                failed.append(f"{query!r}: {len(hrefs)} result(s), not {must}")
+    finally:
+        page.close()
+    assert not failed, f"{edition or 'en/'}search.html: {len(failed)} term(s) not found:\n  " + "\n  ".join(failed)
