@@ -347,43 +347,49 @@ def _case_inputs(recipe, B, h, L, d, kind, seed):
     return sign * mu * u + 0.5 * q, mu * u + 0.5 * k, v
 
 
-def _mutations(recipe, d_widths):
-    """Single mistakes a port makes, as (name, recipe or None, variant), for this recipe."""
+def _mutations(recipe):
+    """Single mistakes a port makes, for this recipe: (name, change of the recipe, variant or None)."""
     r = recipe
     out = []
     if r.scale is not None:
-        out.append(("default_scale", replace(r, scale=None), None))
-    out.append(("no_scale", replace(r, scale=1.0), None))
-    out.append(("scale_twice", replace(r, scale=lambda d, s=r.scale_at: s(d) ** 2), None))
+        out.append(("default_scale", lambda x: replace(x, scale=None), None))
+    out.append(("no_scale", lambda x: replace(x, scale=1.0), None))
+    out.append(("scale_twice", lambda x: replace(x, scale=lambda d, s=x.scale_at: s(d) ** 2), None))
     if r.qk_factor != 1.0:
-        out.append(("qk_factor_once", replace(r, qk_factor=math.sqrt(r.qk_factor)), None))
-        out.append(("qk_factor_missing", replace(r, qk_factor=1.0), None))
+        out.append(("qk_factor_once", lambda x: replace(x, qk_factor=math.sqrt(x.qk_factor)), None))
+        out.append(("qk_factor_missing", lambda x: replace(x, qk_factor=1.0), None))
     if r.qk_norm is not None:
-        out.append(("qk_norm_missing", replace(r, qk_norm=None), None))
+        out.append(("qk_norm_missing", lambda x: replace(x, qk_norm=None), None))
         if r.scale is None:
-            out.append(("qk_norm_scale_dropped", replace(r, scale=1.0), None))
+            out.append(("qk_norm_scale_dropped", lambda x: replace(x, scale=1.0), None))
     if r.softcap is not None:
-        out.append(("softcap_missing", replace(r, softcap=None), None))
-        out.append(("softcap_after_mask", r, "softcap_after_mask"))
+        out.append(("softcap_missing", lambda x: replace(x, softcap=None), None))
+        out.append(("softcap_after_mask", lambda x: x, "softcap_after_mask"))
     if r.alibi:
-        out.append(("alibi_missing", replace(r, alibi=False), None))
-        out.append(("alibi_scaled", r, "alibi_scaled"))
-        out.append(("alibi_reversed", r, "alibi_reversed"))
-        out.append(("alibi_one_slope", r, "alibi_one_slope"))
+        out.append(("alibi_missing", lambda x: replace(x, alibi=False), None))
+        for v in ("alibi_scaled", "alibi_reversed", "alibi_one_slope"):
+            out.append((v, lambda x: x, v))
     if r.causal:
-        out.append(("mask_missing", replace(r, causal=False, window=None), None))
+        out.append(("mask_missing", lambda x: replace(x, causal=False, window=None), None))
     if r.window is not None:
-        out.append(("window_missing", replace(r, window=None), None))
-    seen, unique = set(), []
-    for name, rec, var in out:  # drop a mistake that equals the recipe (e.g. no_scale when scale is 1)
-        if var is None and all(math.isclose(rec.logit_factor(d), r.logit_factor(d)) for d in d_widths) \
-                and (rec.qk_norm, rec.softcap, rec.alibi, rec.causal, rec.window) == \
-                (r.qk_norm, r.softcap, r.alibi, r.causal, r.window):
-            continue
-        if name not in seen:
-            seen.add(name)
-            unique.append((name, rec, var))
-    return unique
+        out.append(("window_missing", lambda x: replace(x, window=None), None))
+    return out
+
+
+def _combinations(recipe):
+    """The single mistakes, then every pair of them (at most one of a pair a variant of the reference):
+    (names, recipe, variant)."""
+    singles = _mutations(recipe)
+    yield from (((n,), f(recipe), v) for n, f, v in singles)
+    for i, (n1, f1, v1) in enumerate(singles):
+        for n2, f2, v2 in singles[i + 1:]:
+            if v1 is not None and v2 is not None:
+                continue
+            if {n1, n2} <= {"default_scale", "no_scale", "scale_twice", "qk_norm_scale_dropped"}:
+                continue  # two changes of the same scale are one change
+            if "softcap_missing" in (n1, n2) and "softcap_after_mask" in (n1, n2):
+                continue
+            yield (n1, n2), f2(f1(recipe)), v1 or v2
 
 
 def _text(code, **f):
@@ -429,7 +435,8 @@ class PortReport(Shown):
     ``"alibi_missing"``, ``"alibi_scaled"``, ``"alibi_reversed"``, ``"alibi_one_slope"``,
     ``"mask_missing"``, ``"window_missing"``, ``"heads_or_batch"``, ``"width_rule"``,
     ``"sequence_length"``, ``"scale_factor"`` (with ``factor``), ``"not_finite"``, ``"shape"``, ``"error"`` or ``"unknown"``). ``errors``: case -> max abs
-    error of the output against the reference; ``max_error``: the largest; ``failed``: the cases over
+    error of the output against the reference; two mistakes at once show as their codes joined by
+    ``"+"`` (``"default_scale+softcap_missing"``); ``max_error``: the largest; ``failed``: the cases over
     tolerance; ``factor``: for ``"scale_factor"``, the measured ratio of the candidate's logit factor to
     the recipe's.
     """
@@ -477,21 +484,28 @@ def _fit_factor(outputs, inputs, recipe, names):
     return math.exp(lc), err(lc)
 
 
-def _diagnose(outputs, inputs, recipe, tol, widths):
+def _diagnose(outputs, inputs, recipe, tol):
     """(code, text, factor) for a candidate that differs from ``recipe`` in float precision."""
     d0 = CASES["base"][3]
     fields_ = dict(scale=recipe.logit_factor(d0), d=d0, m2=recipe.qk_factor ** 2, cap=recipe.softcap or 0)
     refs = {n: reference_attention(*inputs[n], recipe) for n in outputs}
-    best, best_err = None, float("inf")
-    for name, rec, var in _mutations(recipe, widths):
+    best, best_err, singles_done = None, float("inf"), False
+    for names, rec, var in _combinations(recipe):
+        if len(names) == 2 and not singles_done:
+            if best is not None and best_err <= 10 * tol:
+                break  # a single mistake explains it: do not look for pairs
+            singles_done = True
         mine = {n: reference_attention(*inputs[n], rec, variant=var) for n in outputs}
         if max(_max_err(mine[n], refs[n]) for n in outputs) <= 10 * tol:
-            continue  # this mistake does not change these cases: it cannot be told apart
+            continue  # this change does not change these cases: it cannot be told apart
         e = max(_max_err(outputs[n], mine[n]) for n in outputs)
         if e < best_err:
-            best, best_err = name, e
+            best, best_err = names, e
     if best is not None and best_err <= 10 * tol:
-        return best, _text(best, **fields_), float("nan")
+        text = _text(best[0], **fields_)
+        if len(best) == 2:
+            text = tr("{a}; and {b}", a=text, b=_text(best[1], **fields_))
+        return "+".join(best), text, float("nan")
     # one factor on the logits, case by case: does it change with the heads, the batch, the width, the length?
     fits = {n: _fit_factor(outputs, inputs, recipe, [n]) for n in ("base", "one head", "more heads",
                                                                      "larger batch", "wide heads", "long")}
@@ -537,7 +551,6 @@ def check_port(candidate: Callable, recipe: Recipe | dict | None = None, *, back
         raise ValueError(f"atol must be a number in (0, 1); got {atol!r}")
     tol64 = atol if atol is not None else ATOL["float64"]
     inputs, outputs, errors = {}, {}, {}
-    widths = sorted({c[3] for c in CASES.values()})
     for n, (B, h, L, d, kind) in CASES.items():
         inputs[n] = _case_inputs(recipe, B, h, L, d, kind, seed + len(inputs))
     try:
@@ -587,7 +600,7 @@ def check_port(candidate: Callable, recipe: Recipe | dict | None = None, *, back
             "right in float64 but off by {err:.2g} in {dtype} (tolerance {tol:.2g}): a step computed in too low "
             "a precision, or a mask value that does not survive it", err=errors[key], dtype=dt, tol=tols[key])
         return PortReport(False, tr("Differs from the recipe: {what}.", what=text), code, worst, errors, failed)
-    code, text, factor = _diagnose(outputs, inputs, recipe, tol64, widths)
+    code, text, factor = _diagnose(outputs, inputs, recipe, tol64)
     shown = ", ".join(failed[:3]) + (", …" if len(failed) > 3 else "")
     msg = tr("Differs from the recipe: {what}. Largest error {err:.2g} (case '{case}'); {n} of {total} cases "
              "fail ({cases}).", what=text, err=worst, case=max(errors, key=errors.get), n=len(failed),
