@@ -13,7 +13,8 @@ Layout (one module per idea; each lists its public names in ``__all__``):
 - ``saturation`` softmax saturation helpers (ch. 05)
 - ``modern``     what current models do instead of a fixed 1/√d_k (ch. 07)
 - ``blockwise``  memory-efficient attention with the online softmax, and its exp2 form (ch. 09, 10)
-- ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (ch. 10)
+- ``port_check`` ``Recipe``, ``reference_attention``, ``check_port``: a port against its checkpoint's recipe (ch. 11)
+- ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (ch. 10; on port_check's runner)
 - ``timing``     interleaved timing and peak memory, for chapter 9 and ``benchmarks/`` (import it)
 - ``selfcheck``  verdicts for exercise answers (every chapter)
 - ``progress``   an opt-in local record of shown verdicts, and the trainer's cohort report
@@ -28,7 +29,7 @@ that ``import lib`` works where torch is not installed (tests/test_no_torch.py).
 from __future__ import annotations
 
 from . import attention, blockwise, exercises, i18n, metrics, modern, saturation, selfcheck, simulate
-from . import checks, fast, progress, scale_probe, timing
+from . import checks, fast, port_check, progress, scale_probe, timing
 from .attention import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
 from .exercises import *  # noqa: F401,F403
@@ -38,6 +39,7 @@ from .metrics import *  # noqa: F401,F403
 from .modern import *  # noqa: F401,F403
 from .progress import *  # noqa: F401,F403
 from .saturation import *  # noqa: F401,F403
+from .port_check import *  # noqa: F401,F403
 from .scale_probe import *  # noqa: F401,F403
 from .selfcheck import *  # noqa: F401,F403
 from .simulate import *  # noqa: F401,F403
@@ -62,6 +64,7 @@ __all__ = [
     *modern.__all__,
     *progress.__all__,
     *saturation.__all__,
+    *port_check.__all__,
     *scale_probe.__all__,
     *selfcheck.__all__,
     *simulate.__all__,

@@ -15,8 +15,14 @@ even under a causal mask.  It does this at two key widths d_k (how τ changes wi
 checks that the weights sum to 1 (a scale applied after the softmax breaks that).
 
 NumPy functions get NumPy arrays (``backend="numpy"``); PyTorch functions get float64 tensors
-(``backend="torch"``).  ``batch_dims=(1, 1)`` adds leading batch and head axes for functions that
-expect (B, h, L, d) inputs.
+(``backend="torch"``).  By default (``batch_dims=None``) the probe gives (B, h, L, d) inputs with
+B = 2 and h = 3, and reads the scale again with 5 heads and with a batch of 4: a scale read from
+the wrong axis (``x.size(1)`` of a (B, h, L, d) tensor is h) changes with them (verdict
+``"batch_axes"``).  A function that takes only 2-D inputs is probed with 2-D inputs (the report's
+``batch_dims`` is then ``()``).  An explicit ``batch_dims`` such as ``(1, 1)`` probes that layout only.
+
+The runner and the reading are :mod:`lib.port_check`'s (``call``, ``measure_scale``): this is the
+port check's scale reading, with verdicts for the mistakes of chapter 10.
 """
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ from typing import Callable
 import numpy as np
 
 from .i18n import tr
+from .port_check import LAYOUTS, accepts_layout, measure_scale
+from .port_check import _check_backend
 from .selfcheck import Shown
 
 __all__ = ["ScaleReport", "infer_scale"]
@@ -50,11 +58,13 @@ class ScaleReport(Shown):
     ``verdict`` is ``"ok"`` when the function applies the expected scale, else one of
     ``"after_softmax"`` (the weights do not sum to 1), ``"value_width"`` / ``"sequence_length"``
     (the scale changes with d_v or with the length), ``"double"`` (1/d_k: 1/√d_k applied twice),
-    ``"precedence"`` (2/d_k or 1/(2 d_k), as ``d ** 1 / 2`` gives), ``"missing"`` (no scale), ``"default"``
+    ``"precedence"`` (2/d_k or 1/(2 d_k), as ``d ** 1 / 2`` gives), ``"batch_axes"`` (the scale changes
+    with the number of heads or the batch size), ``"missing"`` (no scale), ``"default"``
     (1/√d_k where another scale was expected), ``"custom"`` (anything else) or ``"error"`` (the
     function failed on the probe).  ``scale`` is the scale inside the softmax at ``d_k``;
     ``law`` names how it changes with d_k (``"1/sqrt(d_k)"``, ``"1/d_k"``, ``"2/d_k"``, ``"1"`` or
-    ``"other"``); ``weight_sum`` is the sum of one query's weights (1 for a softmax).
+    ``"other"``); ``weight_sum`` is the sum of one query's weights (1 for a softmax); ``batch_dims``
+    is the leading layout probed (``()``: 2-D inputs).
     """
 
     verdict: str
@@ -66,60 +76,11 @@ class ScaleReport(Shown):
     d_k: int
     message: str
     scales: dict = field(default_factory=dict, compare=False)
+    batch_dims: tuple = ()
 
     @property
     def ok(self) -> bool:
         return self.verdict == "ok"
-
-
-def _probe_arrays(d_k, d_v, S, x, batch_dims):
-    q = np.zeros((S, d_k))
-    q[:, 0] = x
-    k = np.zeros((S, d_k))
-    k[0, 0] = 1.0
-    v = np.zeros((S, d_v))
-    v[0, 0] = 1.0
-    v[:, 1] = 1.0
-    shape = tuple(batch_dims)
-    return tuple(np.broadcast_to(a, (*shape, *a.shape)).copy() for a in (q, k, v))
-
-
-def _call(attn, arrays, backend):
-    if backend == "torch":
-        import torch  # noqa: PLC0415 - only for torch functions
-
-        out = attn(*(torch.from_numpy(a) for a in arrays))
-        if isinstance(out, tuple):
-            out = out[0]
-        if isinstance(out, torch.Tensor):
-            out = out.detach().cpu().double().numpy()
-    else:
-        out = attn(*arrays)
-        if isinstance(out, tuple):
-            out = out[0]
-    return np.asarray(out, dtype=float)
-
-
-def _measure(attn, d_k, d_v, S, x, batch_dims, backend):
-    """(scale inside the softmax, sum of the weights) for one probe shape."""
-    for _ in range(4):
-        arrays = _probe_arrays(d_k, d_v, S, x, batch_dims)
-        out = _call(attn, arrays, backend)
-        want = (*batch_dims, S, d_v)
-        if out.shape != want:
-            raise ValueError(tr("The output has shape {got}; for q {q}, k {k}, v {v} it should be {want}",
-                                got=tuple(out.shape), q=arrays[0].shape, k=arrays[1].shape,
-                                v=arrays[2].shape, want=want))
-        row = out.reshape(-1, S, d_v)[0, -1]  # the last query sees every key, also under a causal mask
-        total, w0 = float(row[1]), float(row[0])
-        if not (math.isfinite(total) and math.isfinite(w0)) or total == 0:
-            raise ValueError(tr("The output is not finite or its weights sum to 0"))
-        w0 = w0 / total  # the softmax weight of key 0, whatever multiplies the weights afterwards
-        if 1e-9 < w0 < 1 - 1e-9 or x < 1e-6:
-            break
-        x = x / 32  # saturated: a large scale; probe with a smaller raw score
-    w0 = min(max(w0, 1e-300), 1 - 1e-16)
-    return math.log(w0 * (S - 1) / (1 - w0)) / x, total
 
 
 def _exponent(t1, t2, n1, n2):
@@ -141,7 +102,7 @@ def _law(exponent, scale, d_k, rtol):
 
 
 def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = None, backend: str = "numpy",
-                batch_dims: tuple[int, ...] = (), rtol: float = RTOL) -> ScaleReport:
+                batch_dims: tuple[int, ...] | None = None, rtol: float = RTOL) -> ScaleReport:
     """Measure the scale that ``attn(q, k, v)`` applies to q·k before its softmax.
 
     ``attn`` takes q (..., L, d_k), k (..., S, d_k), v (..., S, d_v) and returns the output
@@ -149,15 +110,17 @@ def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = Non
     the function should apply (default ``1/√d_k``; μP's would be ``lambda d: 1 / d``).
     ``backend`` is ``"numpy"`` (NumPy float64 arrays) or ``"torch"`` (float64 tensors).
     ``rtol`` is the relative tolerance of a reading (0.02 for code that computes in float16).
+    ``batch_dims=None`` (the default) probes (2, 3, L, d) inputs and again with 5 heads and a batch
+    of 4 (a function that takes only 2-D inputs gets 2-D inputs); a tuple probes that layout only.
     Returns a :class:`ScaleReport`; it never raises because of what ``attn`` does (a failing
     function gives the verdict ``"error"``).  Chapter 10 runs it on correct and buggy functions.
     """
     if not callable(attn):
         raise TypeError(f"infer_scale needs a function attn(q, k, v); got {type(attn).__name__}")
-    if backend not in ("numpy", "torch"):
-        raise ValueError(f"backend must be 'numpy' or 'torch'; got {backend!r}")
-    if not isinstance(batch_dims, tuple) or not all(isinstance(b, int) and b >= 1 for b in batch_dims):
-        raise ValueError(f"batch_dims must be a tuple of positive ints such as (1, 1); got {batch_dims!r}")
+    _check_backend(backend)
+    if batch_dims is not None and (not isinstance(batch_dims, tuple)
+                                   or not all(isinstance(b, int) and b >= 1 for b in batch_dims)):
+        raise ValueError(f"batch_dims must be None or a tuple of positive ints such as (1, 1); got {batch_dims!r}")
     if not (isinstance(rtol, (int, float)) and 0 < rtol < 0.1):
         raise ValueError(f"rtol must be a number in (0, 0.1); got {rtol!r}")
     exp_fn = expected if expected is not None else (lambda d: 1.0 / math.sqrt(d))
@@ -169,15 +132,22 @@ def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = Non
         raise ValueError(f"expected(d_k) must be positive; got {exp_base!r} at d_k = {BASE_D_K}")
     shapes = {"base": (BASE_D_K, BASE_D_V, BASE_S), "wide d_k": (WIDE_D_K, BASE_D_V, BASE_S),
               "wide d_v": (BASE_D_K, WIDE_D_V, BASE_S), "long": (BASE_D_K, BASE_D_V, LONG_S)}
+    layouts = {"base": batch_dims}
+    if batch_dims is None:  # batch and heads > 1, then each changed (the x.size(1) bug of chapter 10)
+        layouts = dict(LAYOUTS) if accepts_layout(attn, backend) else {"base": ()}
+    base_dims = layouts["base"]
     scales, sums = {}, {}
     try:
         for name, (dk, dv, S) in shapes.items():
             x = 1.0 / float(exp_fn(dk))  # expected scale · x = 1: a softmax far from saturation
-            scales[name], sums[name] = _measure(attn, dk, dv, S, x, batch_dims, backend)
+            scales[name], sums[name] = measure_scale(attn, dk, dv, S, x, base_dims, backend)
+        for name, dims in layouts.items():
+            if name != "base":
+                scales[name], _ = measure_scale(attn, BASE_D_K, BASE_D_V, BASE_S, 1.0 / exp_base, dims, backend)
     except Exception as exc:  # noqa: BLE001 - any failure of the probed function becomes a verdict
         msg = tr("The function failed on the probe inputs ({kind}: {err})", kind=type(exc).__name__, err=exc)
         return ScaleReport("error", float("nan"), exp_base, "other", float("nan"), float("nan"),
-                           BASE_D_K, msg, scales)
+                           BASE_D_K, msg, scales, base_dims)
     tau, total = scales["base"], sums["base"]
     p_dk = _exponent(tau, scales["wide d_k"], BASE_D_K, WIDE_D_K)
     law = _law(p_dk, tau, BASE_D_K, rtol)
@@ -187,6 +157,12 @@ def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = Non
         verdict = "after_softmax"
         msg = tr("The weights of a query sum to {total:.4g}, not 1: something multiplies the weights after "
                  "the softmax (a scale applied after it?). Inside the softmax the scale is {tau:.4g}.", **fields)
+    elif any(_differ(tau, scales[n], rtol) for n in layouts if n != "base"):
+        verdict = "batch_axes"
+        other = next(n for n in layouts if n != "base" and _differ(tau, scales[n], rtol))
+        msg = tr("The scale changes with the number of heads or the batch size ({a:.4g} with (batch, heads) = "
+                 "{da}, {b:.4g} with {db}): it is read from the wrong axis, such as x.size(1) of a (B, h, L, d) "
+                 "tensor. d_k is the last axis.", a=tau, da=layouts["base"], b=scales[other], db=layouts[other])
     elif _differ(tau, scales["wide d_v"], rtol):
         verdict = "value_width"
         msg = tr("The scale changes with the value width d_v ({a:.4g} at d_v = {da}, {b:.4g} at d_v = {db}): "
@@ -212,4 +188,4 @@ def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = Non
             "custom": tr("Scale {tau:.4g} at d_k = {d} (it changes like d_k^{p:.2f}); expected {exp:.4g}.",
                          **fields),
         }[verdict]
-    return ScaleReport(verdict, tau, exp_base, law, p_dk, total, BASE_D_K, msg, dict(scales))
+    return ScaleReport(verdict, tau, exp_base, law, p_dk, total, BASE_D_K, msg, dict(scales), base_dims)

@@ -142,3 +142,24 @@ def test_report_shows_its_message_as_written():
     h = r._repr_html_()
     assert h.startswith('<p class="selfcheck-verdict selfcheck-not-yet"><strong>✗</strong> ')
     assert str(r) == repr(r) == "✗ " + r.message
+
+
+def test_default_probe_varies_batch_and_heads():
+    """Review 10-O3: with 2-D inputs `q.shape[1]` IS d_k, so only batch and head axes reveal the bug."""
+    size1 = lambda q, k, v: softmax(q @ kt(k) / math.sqrt(q.shape[1])) @ v  # noqa: E731
+    report = lib.infer_scale(size1)
+    assert report.verdict == "batch_axes" and report.batch_dims == (2, 3), report.message
+    assert report.scale == pytest.approx(1 / math.sqrt(3))
+    torch_size1 = lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(1)), -1) @ v  # noqa: E731
+    assert lib.infer_scale(torch_size1, backend="torch").verdict == "batch_axes"
+    batch0 = lambda q, k, v: softmax(q @ kt(k) / math.sqrt(q.shape[0] * 8)) @ v  # noqa: E731  # 1/4 at B = 2
+    assert lib.infer_scale(batch0).verdict == "batch_axes"
+    assert lib.infer_scale(size1, batch_dims=()).verdict == "ok"  # an explicit layout probes only that one
+
+
+def test_functions_for_2d_inputs_are_probed_in_2d():
+    two_d = lambda q, k, v: softmax(q @ k.T / math.sqrt(q.shape[-1])) @ v  # noqa: E731  # .T: 2-D only
+    report = lib.infer_scale(two_d)
+    assert report.ok and report.batch_dims == ()
+    seq = lambda q, k, v: softmax(q @ k.T / math.sqrt(q.shape[0])) @ v  # noqa: E731
+    assert lib.infer_scale(seq).verdict == "sequence_length"
