@@ -74,8 +74,8 @@ def built(tmp_path_factory):
 def test_handout_has_no_answer_and_key_has_them(built, lang):
     handout, handout_boxes = _read(built[lang] / "quiz.html")
     key, key_boxes = _read(built[lang] / "quiz_key.html")
-    questions = 11
-    assert len(re.findall(r"\b[123]\.\d\b", handout)) >= questions
+    questions = 15
+    assert len(re.findall(r"\b[1234]\.\d\b", handout)) >= questions
     assert handout.count("answer-space") == 0                   # (a class, not text)
     assert (built[lang] / "quiz.html").read_text(encoding="utf-8").count('class="answer-space"') == questions
     # the key: a pass mark, points for every question, one answer per question
@@ -105,8 +105,8 @@ def test_key_numbers_are_the_math():
     parts = {}
     for part, n in re.findall(r"\*\*(\d)\.\d [^*]+\*\* \[(\d) points?\]", text):
         parts[part] = parts.get(part, 0) + int(n)
-    assert parts == {"1": 15, "2": 8, "3": 8}
-    for total, mark in ((15, 9), (23, 14), (31, 19)):
+    assert parts == {"1": 15, "2": 8, "3": 8, "4": 8}
+    for total, mark in ((15, 9), (23, 14), (31, 19), (39, 24)):
         assert mark == -(-total * 3 // 5) and f"{mark} of {total}" in text
 
 
@@ -162,5 +162,5 @@ def test_printed_to_pdf(built, lang, tmp_path):
                     assert "0.99991" not in text and "Full (" not in text
         finally:
             browser.close()
-    assert 3 <= pages["quiz"] <= 5, pages        # a few pages, with room to write
+    assert 3 <= pages["quiz"] <= 6, pages        # a few pages, with room to write
     assert 1 <= pages["quiz_key"] <= 5, pages
