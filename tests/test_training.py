@@ -426,10 +426,10 @@ def test_unscaled_equivalent_trains_like_the_unscaled_model(optimizer, lr):
     arms = [training.Arm(lr, scale=1.0), training.Arm(lr, qk_init=eq.qk_init, qk_lr=eq.qk_lr),
             training.Arm(lr, qk_init=eq.qk_init), training.Arm(lr, qk_lr=eq.qk_lr)]
     unscaled, both, start_only, step_only = (row[0] for row in training.train_grid(d_k, [0], arms, **kw))
-    np.testing.assert_allclose(both.loss, unscaled.loss, rtol=1e-3)
-    np.testing.assert_allclose(both.entropy, unscaled.entropy, rtol=1e-3, atol=1e-6)
-    for one in (start_only, step_only):
-        assert np.max(np.abs(one.loss - unscaled.loss)) > 1e-2
+    np.testing.assert_allclose(both.loss, unscaled.loss, rtol=5e-3)
+    np.testing.assert_allclose(both.entropy, unscaled.entropy, rtol=5e-3, atol=1e-5)
+    for one in (start_only, step_only):                  # measured: 0.19 to 0.48 nats apart
+        assert np.max(np.abs(one.loss - unscaled.loss)) > 0.1
 
 
 def test_arm_and_grid_reject_bad_input():
@@ -455,3 +455,25 @@ def test_arm_and_grid_reject_bad_input():
         training.unscaled_equivalent(0, "adam")
     with pytest.raises(ValueError, match="optimizer"):
         training.unscaled_equivalent(64, "lion")
+
+
+def test_batch_stream_gives_the_same_runs_bit_for_bit():
+    """Drawing the batches once and reusing them must change nothing (chapter 6 reuses one stream)."""
+    arms = [training.Arm(0.01), training.Arm(0.003, scale=1.0)]
+    stream = training.batch_stream([2, 0], 10, batch_size=16)
+    assert stream.steps == 10 and stream.keys[0].shape == (2, 16, 16, 32)
+    for d_k in (8, 64):
+        with_stream = training.train_grid(d_k, [2, 0], arms, steps=8, batch_size=16, optimizer="adam", data=stream)
+        drawn = training.train_grid(d_k, [2, 0], arms, steps=8, batch_size=16, optimizer="adam")
+        for row_a, row_b in zip(with_stream, drawn):
+            for a, b in zip(row_a, row_b):
+                np.testing.assert_array_equal(a.loss, b.loss)
+                np.testing.assert_array_equal(a.grad_q, b.grad_q)
+    with pytest.raises(ValueError, match="drawn for"):
+        training.train_grid(8, [0, 2], arms, steps=8, batch_size=16, data=stream)     # other seed order
+    with pytest.raises(ValueError, match="drawn for"):
+        training.train_grid(8, [2, 0], arms, steps=11, batch_size=16, data=stream)    # more steps
+    with pytest.raises(ValueError, match="drawn for"):
+        training.train_grid(8, [2, 0], arms, steps=8, batch_size=32, data=stream)
+    with pytest.raises(TypeError, match="BatchStream"):
+        training.train_grid(8, [2, 0], arms, steps=8, batch_size=16, data=[1, 2])
