@@ -21,6 +21,7 @@ builds it has a GPU; pass ``device="cuda"`` to try one.
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
 from contextlib import contextmanager
@@ -33,7 +34,7 @@ from .attention import scaled_dot_product_attention, softmax
 from .metrics import attention_entropy
 
 __all__ = ["RetrievalBatch", "make_retrieval_batch", "AttentionRetriever", "TrainResult", "train",
-           "train_seeds", "per_query_gradients", "steps_to_threshold", "label_count_baselines",
+           "train_seeds", "Arm", "train_grid", "unscaled_equivalent", "BatchStream", "batch_stream", "per_query_gradients", "steps_to_threshold", "label_count_baselines",
            "gradient_path"]
 
 
@@ -118,12 +119,13 @@ class AttentionRetriever(torch.nn.Module):
     has variance about 1: the assumption of chapter 3, under which the raw score
     q·k has variance d_k.
 
-    How the score is computed: q·k_j = q·(x_j W_K) = (q W_Kᵀ)·x_j.  The model calls
-    ``lib.scaled_dot_product_attention(q W_Kᵀ, keys, v, scale=...)`` with the scale of
-    d_k, which gives the same scores and weights (up to float rounding) without
-    forming k, a (B, S, d_k) tensor: at d_k = 1024 and d_in = 32 this makes a training
-    step many times cheaper.  :meth:`project` returns q and k for readers who
-    want to see them; ``tests/test_training.py`` checks the two ways against PyTorch.
+    How the score is computed: c q·k_j = x (c W_Q W_Kᵀ) x_jᵀ.  The model forms the
+    d_in × d_in matrix c W_Q W_Kᵀ (c the scale) and calls
+    ``lib.scaled_dot_product_attention(x c W_Q W_Kᵀ, keys, v, scale=1.0)``, which gives the
+    same scores and weights (up to float rounding) without forming k, a (B, S, d_k) tensor:
+    at d_k = 1024 and d_in = 32 this makes a training step many times cheaper.
+    :meth:`project` returns q and k for readers who want to see them;
+    ``tests/test_training.py`` checks the two ways against PyTorch.
     """
 
     def __init__(self, d_in: int, d_k: int, n_classes: int, *, d_v: int = 32, scale=None,
@@ -146,10 +148,10 @@ class AttentionRetriever(torch.nn.Module):
         if query.ndim != 3 or keys.ndim != 3 or query.shape[-1] != self.d_in or keys.shape[-1] != self.d_in:
             raise ValueError(f"expected query (B, 1, {self.d_in}) and keys (B, S, {self.d_in}); "
                              f"got query {tuple(query.shape)} and keys {tuple(keys.shape)}")
-        q = query @ self.W_Q                       # (B, 1, d_k)
-        q_in = q @ self.W_K.T                      # (B, 1, d_in): q·k_j = (q W_Kᵀ)·x_j
+        M = (self.W_Q @ self.W_K.T) * self.score_scale   # (d_in, d_in): c W_Q W_Kᵀ
+        q_in = query @ M                           # (B, 1, d_in): c q·k_j = (x c W_Q W_Kᵀ)·x_j
         v = self.E[batch.labels]                   # (B, S, d_v)
-        out, w = scaled_dot_product_attention(q_in, keys, v, scale=self.score_scale,
+        out, w = scaled_dot_product_attention(q_in, keys, v, scale=1.0,
                                               return_weights=True)  # (B, 1, d_v), (B, 1, S)
         logits = out[:, 0] @ self.W_O + self.b_O   # (B, n_classes)
         return (logits, w) if return_weights else logits
@@ -186,6 +188,9 @@ class TrainResult:
     entropy: np.ndarray
     seconds: float = 0.0
     model: torch.nn.Module | None = field(default=None, repr=False)
+    lr: float | None = None
+    qk_init: float = 1.0
+    qk_lr: float = 1.0
 
     @property
     def label(self) -> str:
@@ -233,77 +238,269 @@ def train_seeds(d_k: int, seeds, *, scale=None, steps: int = 300, batch_size: in
     in the order of ``seeds``; ``seconds`` is the time of the whole run.  The final weights
     are returned as an :class:`AttentionRetriever` per seed (``result.model``), whose forward
     pass computes the same function (equal to float rounding, tested).
-    Chapter 6 uses it for its multi-seed table.
+    Same as ``train_grid(d_k, seeds, [Arm(lr, scale=scale)], ...)[0]``.
+    """
+    _check_lr("lr", lr)
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                              or not math.isfinite(scale) or scale <= 0):
+        raise ValueError(f"scale must be None (1/√d_k) or a finite number > 0; got {scale!r}")
+    return train_grid(d_k, seeds, [Arm(lr, scale=scale)], steps=steps, batch_size=batch_size,
+                      optimizer=optimizer, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
+                      d_v=d_v, device=device)[0]
+
+
+def _check_lr(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One training recipe of :func:`train_grid`: a learning rate, the scale, how W_Q, W_K are treated.
+
+    - ``lr``: the learning rate of every parameter except W_Q and W_K;
+    - ``scale``: None for 1/√d_k (the scaled model), 1.0 for the unscaled one;
+    - ``qk_init``: W_Q and W_K start at ``qk_init`` times their usual N(0, 1/d_in) draw;
+    - ``qk_lr``: W_Q and W_K learn at ``qk_lr · lr``.
+
+    ``Arm(lr)`` is the plain model.  With the factors of :func:`unscaled_equivalent`, the scaled
+    model (scale 1/√d_k) computes and learns what the unscaled one does, written in the scaled
+    model's coordinates; each factor alone is one of the two things removing the scale changes
+    (chapter 6's decomposition, Exercise 6.4's algebra).
+    """
+
+    lr: float
+    scale: float | None = None
+    qk_init: float = 1.0
+    qk_lr: float = 1.0
+
+    def __post_init__(self):
+        for name in ("lr", "qk_init", "qk_lr"):
+            object.__setattr__(self, name, _check_lr(f"Arm.{name}", getattr(self, name)))
+        if self.scale is not None:
+            object.__setattr__(self, "scale", _check_lr("Arm.scale (None for 1/√d_k)", self.scale))
+
+    def score_scale(self, d_k: int) -> float:
+        """The factor the scores are multiplied by: 1/√d_k for ``scale=None``, else ``scale``."""
+        return 1.0 / math.sqrt(d_k) if self.scale is None else self.scale
+
+
+def unscaled_equivalent(d_k: int, optimizer: str) -> Arm:
+    """The factors that turn the scaled model into the unscaled one (its ``lr`` is 1: multiply it).
+
+    The unscaled model with weights W computes the same scores as the scaled model with
+    V = d_k^{1/4} W (the score is bilinear in W_Q, W_K), so its start is the scaled model's with
+    ``qk_init = d_k^{1/4}``.  A gradient with respect to V is d_k^{1/4} times smaller than with
+    respect to W.  Under SGD a step ΔW = −lr ∂L/∂W is ΔV = d_k^{1/4} ΔW = −(√d_k · lr) ∂L/∂V, so
+    ``qk_lr = √d_k``; Adam divides out the gradient's size (up to its ε), so ΔV = d_k^{1/4} ΔW
+    needs ``qk_lr = d_k^{1/4}``.  ``tests/test_training.py`` checks the equivalence by training.
+    """
+    d_k = _positive_int("d_k", d_k)
+    if optimizer not in ("sgd", "adam"):
+        raise ValueError(f"optimizer must be 'sgd' or 'adam'; got {optimizer!r}")
+    c = d_k ** 0.25
+    return Arm(1.0, scale=None, qk_init=c, qk_lr=c * c if optimizer == "sgd" else c)
+
+
+@dataclass(frozen=True)
+class BatchStream:
+    """The training batches of several seeds, drawn once (:func:`batch_stream`) and reused by
+    :func:`train_grid` calls, so that runs at several d_k need not draw the same data again.
+
+    ``query[t]`` (n_seeds, B, d_in), ``keys[t]`` (n_seeds, B, S, d_in), ``labels[t]`` (n_seeds, B, S),
+    ``target[t]`` (n_seeds, B): step t's batches, exactly those :func:`train_grid` draws itself.
+    """
+
+    seeds: tuple
+    batch_size: int
+    n_keys: int
+    d_in: int
+    n_classes: int
+    noise: float
+    query: tuple = field(repr=False)
+    keys: tuple = field(repr=False)
+    labels: tuple = field(repr=False)
+    target: tuple = field(repr=False)
+
+    @property
+    def steps(self) -> int:
+        return len(self.query)
+
+
+def batch_stream(seeds, steps: int, *, batch_size: int = 64, n_keys: int = 16, d_in: int = 32,
+                 n_classes: int = 8, noise: float = 0.5) -> BatchStream:
+    """Draw the first ``steps`` training batches of every seed once, on the CPU (see :class:`BatchStream`).
+
+    Seed s's batches come from ``torch.Generator().manual_seed(s + 1_000_003)``, in order, as in
+    :func:`train_grid`; passing the stream as ``data=`` gives bit for bit the same runs (tested).
+    Memory: about 4 · steps · n_seeds · batch_size · n_keys · d_in bytes (157 MB for 4 seeds, 300 steps).
+    """
+    seeds = _check_seeds(seeds)
+    steps = _positive_int("steps", steps)
+    gens = [torch.Generator().manual_seed(s + 1_000_003) for s in seeds]
+    parts = {"query": [], "keys": [], "labels": [], "target": []}
+    for _ in range(steps):
+        bs = [make_retrieval_batch(batch_size, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
+                                   generator=g) for g in gens]
+        parts["query"].append(torch.stack([b.query[:, 0] for b in bs]))
+        parts["keys"].append(torch.stack([b.keys for b in bs]))
+        parts["labels"].append(torch.stack([b.labels for b in bs]))
+        parts["target"].append(torch.stack([b.target for b in bs]))
+    return BatchStream(seeds=tuple(seeds), batch_size=int(batch_size), n_keys=int(n_keys), d_in=int(d_in),
+                       n_classes=int(n_classes), noise=float(noise), **{k: tuple(v) for k, v in parts.items()})
+
+
+def _check_seeds(seeds):
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+        seeds = [seeds]
+    if isinstance(seeds, (str, bytes)):
+        raise TypeError(f"seeds must be a sequence of integers; got {seeds!r}")
+    seeds = list(seeds)
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in seeds):
+        raise ValueError(f"seeds must be a non-empty sequence of integers >= 0; got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must not repeat; got {seeds!r}")
+    return [int(s) for s in seeds]
+
+
+def train_grid(d_k: int, seeds, arms, *, steps: int = 300, batch_size: int = 64,
+               optimizer: str = "sgd", n_keys: int = 16, d_in: int = 32, n_classes: int = 8,
+               noise: float = 0.5, d_v: int = 32, device=None, data: BatchStream | None = None
+               ) -> list[list[TrainResult]]:
+    """:func:`train_seeds` for a grid of recipes: every arm × every seed, trained side by side.
+
+    ``arms`` is a sequence of :class:`Arm` (a plain number ``x`` means ``Arm(x)``: learning rate
+    ``x``, scaled).  Each (arm, seed) is an independent model: the initial weights and the batches of
+    its seed (the same batches for every arm, drawn once per step), its arm's learning rates,
+    its own optimiser state (PyTorch's own ``torch.optim.SGD`` or ``torch.optim.Adam``, one
+    parameter group per arm).  Nothing mixes the models, so every record equals what
+    ``train_grid(d_k, [seed], [arm], ...)`` gives alone, bit for bit (tested), and
+    ``train_seeds`` is the grid of one arm.  Returns ``results[i][j]`` for ``arms[i]`` and
+    ``seeds[j]``.  Chapter 6 runs its learning-rate sweeps and its decomposition with it.
     """
     d_k = _positive_int("d_k", d_k)
     steps = _positive_int("steps", steps)
-    seeds = [int(s) for s in seeds] if not isinstance(seeds, (int, np.integer)) else [int(seeds)]
-    if not seeds or any(s < 0 for s in seeds):
-        raise ValueError(f"seeds must be a non-empty sequence of integers >= 0; got {seeds!r}")
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a finite number > 0; got {lr!r}")
+    batch_size = _positive_int("batch_size", batch_size)
+    seeds = _check_seeds(seeds)
+    if data is not None:
+        if not isinstance(data, BatchStream):
+            raise TypeError(f"data must be a BatchStream (training.batch_stream); got {type(data).__name__}")
+        want = (tuple(seeds), batch_size, n_keys, d_in, n_classes, float(noise))
+        have = (data.seeds, data.batch_size, data.n_keys, data.d_in, data.n_classes, data.noise)
+        if want != have or data.steps < steps:
+            raise ValueError(f"data was drawn for seeds, batch_size, n_keys, d_in, n_classes, noise = {have} and "
+                             f"{data.steps} steps; this run needs {want} and {steps} steps")
+    if isinstance(arms, (Arm, int, float)) or isinstance(arms, (str, bytes)):
+        raise TypeError(f"arms must be a sequence of Arm (or learning rates); got {arms!r}")
+    arms = [a if isinstance(a, Arm) else Arm(a) for a in arms]
+    if not arms:
+        raise ValueError("arms must not be empty")
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam'; got {optimizer!r}")
     device = torch.device("cpu") if device is None else torch.device(device)
     with _one_thread(device):
-        return _train_many(d_k, scale, steps, batch_size, lr, optimizer, seeds, n_keys, d_in, n_classes, noise,
-                           d_v, device)
+        return _train_grid(d_k, steps, batch_size, arms, optimizer, seeds, n_keys, d_in, n_classes,
+                           noise, d_v, device, data)
 
 
-def _train_many(d_k, scale, steps, batch_size, lr, optimizer, seeds, n_keys, d_in, n_classes, noise, d_v, device):
-    # One model per seed, initialised exactly as AttentionRetriever(generator=seed) would be. Their
-    # parameters are stacked along a leading seed axis and every step runs once for all seeds: batched
-    # matrix products (one small product per seed), the row-wise softmax and cross-entropy, and an
-    # optimiser that acts entry by entry. Nothing mixes the seeds, so a seed's record does not depend
-    # on which seeds run beside it (tests/test_training.py checks this bit for bit).
-    n = len(seeds)
-    inits = [AttentionRetriever(d_in, d_k, n_classes, d_v=d_v, scale=scale,
+_NAMES = ("W_Q", "W_K", "E", "W_O", "b_O")
+# PyTorch's multi-tensor ("foreach") implementation of the optimisers: the same numbers as its default
+# single-tensor loop on the CPU (tested against a plain torch.optim loop), about twice as fast for a grid
+_FUSED = {"foreach": True}
+
+
+def _train_grid(d_k, steps, batch_size, arms, optimizer, seeds, n_keys, d_in, n_classes, noise, d_v,
+                device, stream=None):
+    # One model per (arm, seed), initialised as AttentionRetriever(generator=seed) would be, W_Q and W_K
+    # times the arm's qk_init. Models that share their two learning rates (W_Q, W_K and the rest) are stacked
+    # along a leading axis into one leaf tensor per parameter name, so that PyTorch's own optimiser gives each
+    # such "lr group" its learning rates through its parameter groups, with few tensors to loop over. Every
+    # step concatenates the groups and runs once for all models: batched matrix products (one small product
+    # per model), the row-wise softmax and cross-entropy, and an optimiser that acts entry by entry. Nothing
+    # mixes the models, so a model's record does not depend on which models run beside it
+    # (tests/test_training.py checks this bit for bit).
+    n_s = len(seeds)
+    inits = [AttentionRetriever(d_in, d_k, n_classes, d_v=d_v,
                                 generator=torch.Generator().manual_seed(s)) for s in seeds]
-    names = ("W_Q", "W_K", "E", "W_O", "b_O")
-    P = {name: torch.stack([getattr(m, name).detach() for m in inits]).to(device).requires_grad_()
-         for name in names}                                    # e.g. W_Q: (n, d_in, d_k)
-    params = [P[name] for name in names]
-    opt = torch.optim.SGD(params, lr=lr) if optimizer == "sgd" else torch.optim.Adam(params, lr=lr)
+    base = {name: torch.stack([getattr(m, name).detach() for m in inits]).to(device) for name in _NAMES}
+    lr_groups = {}                                             # (lr of W_Q, W_K; lr of the rest) -> arm indices
+    for a, arm in enumerate(arms):
+        lr_groups.setdefault((arm.lr * arm.qk_lr, arm.lr), []).append(a)
+    order = [a for members in lr_groups.values() for a in members]   # the arms in the models' order
+    P, groups = [], []                                         # P[g][name]: (models of group g, ...) leaves
+    for (lr_qk, lr_rest), members in lr_groups.items():
+        p = {}
+        for name in _NAMES:
+            parts = [base[name] * arms[a].qk_init if name in ("W_Q", "W_K") and arms[a].qk_init != 1.0
+                     else base[name] for a in members]
+            p[name] = torch.cat(parts).clone().requires_grad_()
+        P.append(p)
+        groups.append({"params": [p["W_Q"], p["W_K"]], "lr": lr_qk})
+        groups.append({"params": [p["E"], p["W_O"], p["b_O"]], "lr": lr_rest})
+    n = len(arms) * n_s                                        # model i: arm order[i // n_s], seed i % n_s
+    opt = (torch.optim.SGD(groups, lr=1.0, **_FUSED) if optimizer == "sgd"
+           else torch.optim.Adam(groups, lr=1.0, **_FUSED))
     data = [torch.Generator().manual_seed(s + 1_000_003) for s in seeds]
-    score_scale = inits[0].score_scale
-    seed_axis = torch.arange(n, device=device)[:, None, None]
+    # each model's scale, folded into the d_in × d_in matrix c W_Q W_Kᵀ
+    score_scale = torch.tensor([arms[a].score_scale(d_k) for a in order for _ in seeds],
+                               dtype=base["W_Q"].dtype, device=device)[:, None, None]   # (n, 1, 1)
+    seed_of = torch.arange(n, device=device) % n_s             # which seed's batch each model sees
     rec = {name: np.empty((n, steps)) for name in ("loss", "accuracy", "grad_q", "grad_k", "entropy")}
+    cat = (lambda name: P[0][name]) if len(P) == 1 else (lambda name: torch.cat([p[name] for p in P]))
+    rep = (lambda t: t) if n == n_s else (lambda t: t[seed_of])
     t0 = time.perf_counter()
     for step in range(steps):
-        bs = [make_retrieval_batch(batch_size, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
-                                   generator=g, device=device) for g in data]
-        query = torch.stack([b.query[:, 0] for b in bs])       # (n, B, d_in)
-        keys = torch.stack([b.keys for b in bs])               # (n, B, S, d_in)
-        labels = torch.stack([b.labels for b in bs])           # (n, B, S)
-        target = torch.stack([b.target for b in bs])           # (n, B)
-        q = torch.bmm(query, P["W_Q"])                         # (n, B, d_k)
-        q_in = torch.bmm(q, P["W_K"].transpose(1, 2))          # (n, B, d_in): q·k_j = (q W_Kᵀ)·x_j
-        v = P["E"][seed_axis, labels]                          # (n, B, S, d_v)
-        out, w = scaled_dot_product_attention(q_in[:, :, None], keys, v, scale=score_scale,
-                                              return_weights=True)   # (n, B, 1, d_v), (n, B, 1, S)
-        logits = torch.bmm(out[:, :, 0], P["W_O"]) + P["b_O"][:, None]   # (n, B, n_classes)
+        if stream is None:
+            bs = [make_retrieval_batch(batch_size, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
+                                       generator=g, device=device) for g in data]   # one batch per seed
+            batch = (torch.stack([b.query[:, 0] for b in bs]), torch.stack([b.keys for b in bs]),
+                     torch.stack([b.labels for b in bs]), torch.stack([b.target for b in bs]))
+        else:                                                  # the same batches, drawn before
+            batch = tuple(getattr(stream, k)[step].to(device) for k in ("query", "keys", "labels", "target"))
+        query, keys, labels, target = (rep(t) for t in batch)  # (n, B, d_in), (n, B, S, d_in), (n, B, S), (n, B)
+        W = {name: cat(name) for name in _NAMES}               # e.g. W_Q: (n, d_in, d_k)
+        M = torch.bmm(W["W_Q"], W["W_K"].transpose(1, 2)) * score_scale   # (n, d_in, d_in): c W_Q W_Kᵀ
+        q_in = torch.bmm(query, M)                             # (n, B, d_in): c q·k_j = (x c W_Q W_Kᵀ)·x_j
+        # values: the one-hot labels, so attention gives each class's total weight; times E that is
+        # Σ_j w_j E[label_j], the attention output with values v_j = E[label_j] (no (n, B, S, d_v) tensor)
+        one_hot = torch.nn.functional.one_hot(labels, n_classes).to(query.dtype)   # (n, B, S, C)
+        class_w, w = scaled_dot_product_attention(q_in[:, :, None], keys, one_hot, scale=1.0,
+                                                  return_weights=True)   # (n, B, 1, C), (n, B, 1, S)
+        out = torch.bmm(class_w[:, :, 0], W["E"])              # (n, B, d_v)
+        logits = torch.bmm(out, W["W_O"]) + W["b_O"][:, None]  # (n, B, n_classes)
         per_query = torch.nn.functional.cross_entropy(logits.reshape(-1, n_classes), target.reshape(-1),
                                                       reduction="none").reshape(n, -1)   # (n, B)
-        losses = per_query.mean(dim=1)                         # (n,) one loss per seed
+        losses = per_query.mean(dim=1)                         # (n,) one loss per model
         opt.zero_grad(set_to_none=True)
-        losses.sum().backward()                                # model s gets the gradient of its own loss
+        losses.sum().backward()                                # model i gets the gradient of its own loss
         with torch.no_grad():
+            gq = torch.cat([p["W_Q"].grad.flatten(1).norm(dim=1) for p in P])
+            gk = torch.cat([p["W_K"].grad.flatten(1).norm(dim=1) for p in P])
             stats = torch.stack([losses, (logits.argmax(-1) == target).float().mean(dim=1),
-                                 P["W_Q"].grad.flatten(1).norm(dim=1),
-                                 P["W_K"].grad.flatten(1).norm(dim=1)]).cpu().numpy()   # (4, n)
+                                 gq, gk]).cpu().numpy()        # (4, n)
             ent = attention_entropy(w[:, :, 0].double().cpu().numpy()).mean(axis=1)       # (n,)
         rec["loss"][:, step], rec["accuracy"][:, step], rec["grad_q"][:, step], rec["grad_k"][:, step] = stats
         rec["entropy"][:, step] = ent
         opt.step()
     seconds = time.perf_counter() - t0
-    results = []
-    for i, (s, model) in enumerate(zip(seeds, inits)):
-        model = model.to(device)
-        with torch.no_grad():
-            for name in names:
-                getattr(model, name).copy_(P[name][i])
-        results.append(TrainResult(d_k=d_k, scale=scale, optimizer=optimizer, seed=s, seconds=seconds,
-                                   model=model, **{k: v[i].copy() for k, v in rec.items()}))
+    final = {name: cat(name).detach() for name in _NAMES}
+    results = [None] * len(arms)
+    for k, a in enumerate(order):
+        arm, row = arms[a], []
+        for j, s in enumerate(seeds):
+            i = k * n_s + j
+            model = copy.deepcopy(inits[j]).to(device)
+            model.scale = arm.scale
+            with torch.no_grad():
+                for name in _NAMES:
+                    getattr(model, name).copy_(final[name][i])
+            row.append(TrainResult(d_k=d_k, scale=arm.scale, optimizer=optimizer, seed=s, seconds=seconds,
+                                   model=model, lr=arm.lr, qk_init=arm.qk_init, qk_lr=arm.qk_lr,
+                                   **{key: val[i].copy() for key, val in rec.items()}))
+        results[a] = row
     return results
 
 
@@ -324,16 +521,20 @@ def per_query_gradients(model: AttentionRetriever, batch: RetrievalBatch) -> dic
 
 
 def _per_query_gradients(model, batch):
+    # The forward pass is the model's own (same rounding): q_in = x (c W_Q W_Kᵀ). Query b's loss reaches W_Q
+    # only through q_b = x_b W_Q, and q_in_b = c q_b W_Kᵀ, so ∂L_b/∂q_b = c (∂L_b/∂q_in_b) W_K.
     x = batch.query                                              # (B, 1, d_in)
-    q = (x @ model.W_Q).detach().requires_grad_(True)            # (B, 1, d_k)
+    c = model.score_scale
     with torch.no_grad():
         v = model.E[batch.labels]                                # (B, S, d_v)
-    q_in = q @ model.W_K.detach().T                              # (B, 1, d_in), as in the model
-    out, w = scaled_dot_product_attention(q_in, batch.keys, v, scale=model.score_scale, return_weights=True)
+        M = (model.W_Q @ model.W_K.T) * c                        # (d_in, d_in), as in the model
+    q_in = (x @ M).requires_grad_(True)                          # (B, 1, d_in)
+    out, w = scaled_dot_product_attention(q_in, batch.keys, v, scale=1.0, return_weights=True)
     logits = out[:, 0] @ model.W_O.detach() + model.b_O.detach()
     loss = torch.nn.functional.cross_entropy(logits, batch.target, reduction="none")  # (B,)
-    loss.sum().backward()                                        # query b's loss reaches only q_b
-    gq = (x[:, 0].norm(dim=-1) * q.grad[:, 0].norm(dim=-1))      # (B,)
+    loss.sum().backward()                                        # query b's loss reaches only q_in_b
+    dq = c * (q_in.grad[:, 0] @ model.W_K.detach())              # (B, d_k): ∂L_b/∂q_b
+    gq = x[:, 0].norm(dim=-1) * dq.norm(dim=-1)                  # (B,)
     w = w[:, 0].detach()                                         # (B, S)
     rows = torch.arange(w.shape[0], device=w.device)
     to_np = lambda t: t.detach().double().cpu().numpy()  # noqa: E731
