@@ -544,8 +544,9 @@ def test_language_switch_is_visible_and_no_sideways_scroll(browser, server, page
     the laptop's 1366 px and at a phone's 390 px. Clicking it opens the same page in the other edition."""
     if page_path == "<no pages>":
         _unavailable(f"no pages found under {HTML_DIR}: build the book first")
-    page = browser.new_page(viewport=dict(zip(("width", "height"), WIDTHS[width])))
+    page = browser.new_page()
     try:
+        page.set_viewport_size(dict(zip(("width", "height"), WIDTHS[width])))
         page.goto(f"{server}/{page_path}", wait_until="load", timeout=60_000)
         problems = _switch_problems(page.evaluate(SWITCH_JS))
         if not problems:
