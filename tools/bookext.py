@@ -136,10 +136,9 @@ def setup(app: Sphinx):
     app.add_search_language(booksearch.search_language())
     import upstream
 
-    upstream.install(app)
+    upstream.install(app)          # patches 1-7 and 20 (tools/upstream.py)
     app.connect("html-page-context", _language_switch)
     app.connect("config-inited", _book_css)
-    app.connect("html-page-context", _no_space_before_full_width_bracket)
     app._book_pages_written = set()
     app.connect("html-page-context", _record_page)
     app.connect("build-finished", _learner_notebooks)
