@@ -126,6 +126,7 @@ learner-env:
 	$(PYTHON) classroom/room.py install --learner --venv $(LEARNER_VENV)
 
 bundle: book
+	$(BIN)/python -m pip install --quiet -r classroom/requirements-trainer.txt
 	$(BIN)/python classroom/room.py bundle --platform $(PLATFORM) --python $(PY_VERSION) --archive
 
 hub: book
@@ -135,6 +136,7 @@ hub: book
 # every index disabled and runs them; the Windows bundle is built; a real JupyterHub with two unix
 # users (created when root; skipped otherwise, REQUIRE_CLASSROOM_TEST=1 makes a skip a failure).
 test-classroom: html-en html-ja
+	$(BIN)/python -m pip install --quiet -r classroom/requirements-trainer.txt
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/classroom
 
 bench: install

@@ -59,6 +59,7 @@ MARKERS = {
     "windows": {"os_name": "nt", "sys_platform": "win32", "platform_system": "Windows",
                 "platform_machine": "AMD64"},
 }
+UV_PLATFORM = {"linux": "x86_64-manylinux_2_28", "windows": "x86_64-pc-windows-msvc"}
 CUDA_HINT = ("With an NVIDIA GPU: reinstall torch with a CUDA build, e.g. on Linux "
              "`TORCH_INDEX=pypi python classroom/room.py install` (PyPI's Linux wheel is the CUDA build), "
              "or TORCH_INDEX=<one of PyTorch's CUDA wheel indexes, see the install selector on pytorch.org>.")
@@ -272,7 +273,19 @@ def cmd_bundle(a):
         found = list(wheels.glob("torch-*.whl"))
         if not found or "+cpu" not in found[0].name:
             sys.exit(f"torch: expected a CPU build, got {[f.name for f in found]}")
-    run([*pip, "download", "--quiet", *target, "--find-links", wheels, "-d", wheels, "-r", LEARNER_REQS])
+    if a.platform == "linux":
+        run([*pip, "download", "--quiet", *target, "--find-links", wheels, "-d", wheels, "-r", LEARNER_REQS])
+    else:
+        # pip download evaluates markers for this machine: resolve for the target with uv, then fetch
+        # exactly those files
+        try:
+            import uv  # noqa: F401
+        except ImportError:
+            sys.exit("a bundle for another OS needs uv: pip install -r classroom/requirements-trainer.txt")
+        lock = out / "requirements-lock.txt"
+        run([sys.executable, "-m", "uv", "pip", "compile", "--quiet", "--no-header", "--python-platform",
+             UV_PLATFORM[a.platform], "--python-version", a.python, "-o", lock, LEARNER_REQS])
+        run([*pip, "download", "--quiet", "--no-deps", *target, "-d", wheels, "-r", lock])
     for _ in range(5):                      # dependencies only the target's markers ask for
         missing = missing_for_target(wheels, a.platform, a.python)
         if not missing:

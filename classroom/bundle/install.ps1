@@ -1,7 +1,7 @@
 # Install the course's learner environment from this folder, with no network, then open JupyterLab on
 # the learner notebooks (Windows; bundle built for Python @PYTHON@ by `python classroom/room.py bundle`).
 #   powershell -ExecutionPolicy Bypass -File install.ps1            English notebooks
-#   powershell -ExecutionPolicy Bypass -File install.ps1 -Lang ja   Japanese notebooks (日本語)
+#   powershell -ExecutionPolicy Bypass -File install.ps1 -Lang ja   Japanese notebooks
 #   ... -NoLab                                                      install and copy the notebooks only
 # (or double-click install.cmd). No administrator rights are needed. The first run installs into .\venv;
 # later runs open JupyterLab at once. Each language's notebooks are copied once into .\work\<lang>\: a
