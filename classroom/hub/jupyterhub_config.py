@@ -12,7 +12,8 @@ file to ``DIR/jupyterhub_config.py``; start it there: ``cd DIR && venv/bin/jupyt
   JupyterLab opens there.
 - Idle kernels are shut down after 20 minutes, idle servers after an hour (jupyterhub-idle-culler).
 - The proxy is configurable-http-proxy, from npm (``DIR/proxy``).
-Environment: HUB_IP (default all interfaces), HUB_PORT (8000), HUB_ADMINS, HUB_CULL_SECONDS (3600).
+Environment: HUB_IP (default all interfaces), HUB_PORT (8000), HUB_ADMINS, HUB_CULL_SECONDS (3600),
+HUB_API_PORT (8081) and HUB_PROXY_API_PORT (8001), both on 127.0.0.1 only.
 Serve it behind HTTPS (a reverse proxy, or c.JupyterHub.ssl_cert/ssl_key) when learners log in over a
 network: passwords travel in the log-in form.
 """
@@ -47,6 +48,8 @@ ADMINS = {a for a in os.environ.get("HUB_ADMINS", "").split(",") if a}
 
 c.JupyterHub.ip = os.environ.get("HUB_IP", "")
 c.JupyterHub.port = int(os.environ.get("HUB_PORT", "8000"))
+c.JupyterHub.hub_port = int(os.environ.get("HUB_API_PORT", "8081"))        # the hub's own API, on 127.0.0.1
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{os.environ.get('HUB_PROXY_API_PORT', '8001')}"
 c.JupyterHub.db_url = f"sqlite:///{PREFIX / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(PREFIX / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(PREFIX / "jupyterhub.pid")

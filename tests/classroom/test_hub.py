@@ -58,7 +58,8 @@ def hub(built):
     for f in ("jupyterhub.sqlite", "jupyterhub_cookie_secret"):
         (PREFIX / f).unlink(missing_ok=True)
     port = free_port()
-    env = dict(os.environ, HUB_IP="127.0.0.1", HUB_PORT=str(port), HUB_CULL_SECONDS="3600")
+    env = dict(os.environ, HUB_IP="127.0.0.1", HUB_PORT=str(port), HUB_API_PORT=str(free_port()),
+               HUB_PROXY_API_PORT=str(free_port()), HUB_CULL_SECONDS="3600")
     env.pop("PYTHONPATH", None)
     log = open(PREFIX / "jupyterhub-test.log", "w")
     proc = subprocess.Popen([PREFIX / "venv" / "bin" / "jupyterhub", "-f", "jupyterhub_config.py"],
@@ -80,18 +81,24 @@ def hub(built):
             raise AssertionError("JupyterHub did not start:\n" + (PREFIX / "jupyterhub-test.log").read_text()[-5000:])
         yield {"base": base, "passwords": passwords, "proc": proc}
     finally:
-        for name in USERS:
+        os.killpg(proc.pid, signal.SIGTERM)           # the hub stops the users' servers and the proxy
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proxy_pid = PREFIX / "jupyterhub-proxy.pid"
+        if proxy_pid.is_file():
+            try:
+                os.kill(int(proxy_pid.read_text().strip()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+        for name in USERS:                            # anything of the users' that is left
             for p in Path("/proc").glob("[0-9]*"):
                 try:
                     if p.stat().st_uid == pwd.getpwnam(name).pw_uid:
                         os.kill(int(p.name), signal.SIGTERM)
                 except (OSError, KeyError):
                     pass
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
         log.close()
         time.sleep(1)
         for name in USERS:
@@ -103,11 +110,13 @@ def login(hub, name, password=None):
     s = requests.Session()
     base = hub["base"]
     s.get(f"{base}/hub/login", timeout=30)
-    xsrf = s.cookies.get("_xsrf")
+    xsrf = [c.value for c in s.cookies if c.name == "_xsrf"][-1]
     r = s.post(f"{base}/hub/login", data={"username": name, "password": password or hub["passwords"][name],
                                           "_xsrf": xsrf}, allow_redirects=False, timeout=60)
     if r.status_code not in (302, 303):
         return None, None
+    s.get(f"{base}/hub/token", timeout=30)             # the log-in set a new xsrf cookie
+    xsrf = [c.value for c in s.cookies if c.name == "_xsrf"][-1]
     r = s.post(f"{base}/hub/api/users/{name}/tokens", json={"note": "test", "expires_in": 3600},
                headers={"X-XSRFToken": xsrf, "Referer": f"{base}/hub/token"}, timeout=30)
     r.raise_for_status()
@@ -156,9 +165,9 @@ def test_each_learner_has_their_own_notebooks_in_their_language(hub, servers):
 
 def test_widgets_are_installed_in_jupyterlab(servers):
     s = servers["sdpacourse-a"]
-    r = requests.get(f"{s['url']}/lab/api/extensions", headers=s["headers"], timeout=30)
+    r = requests.get(f"{s['url']}/lab", headers=s["headers"], timeout=30)      # the page JupyterLab loads
     r.raise_for_status()
-    assert "@jupyter-widgets/jupyterlab-manager" in r.text
+    assert '"name": "@jupyter-widgets/jupyterlab-manager"' in r.text
 
 
 def _user_rss(uid):
@@ -260,6 +269,10 @@ def test_lib_and_ipywidgets_import_as_the_user(servers):
         assert reply["status"] == "ok", reply
         uid, version, lang = "".join(m["content"].get("text", "") for m in out).split()
         assert int(uid) == pwd.getpwnam("sdpacourse-b").pw_uid and version.startswith("2.13.0") and lang == "ja"
+        # a widget: the kernel opens a comm and sends its view to the front end
+        reply, out = k.execute("display(ipywidgets.IntSlider(value=3))")
+        assert reply["status"] == "ok", reply
+        assert any("application/vnd.jupyter.widget-view+json" in m["content"].get("data", {}) for m in out), out
     finally:
         k.close()
 
