@@ -1,5 +1,7 @@
 # The two commands of the quick start: `make book` and `make test`.
-# Everything is installed into .venv from requirements.txt; nothing by hand.
+# Everything is installed into .venv from requirements.txt; nothing by hand. Every learner's and
+# trainer's target is a plain Python command underneath (classroom/room.py: install, book, lab, bundle,
+# hub), so that Windows and macOS need no make; make is the shorthand.
 SHELL  := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 PYTHON ?= python3
@@ -18,7 +20,7 @@ NBVAL := -m pytest -q --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no
 
 .PHONY: help install book html-en html-ja test test-lib test-notebooks test-i18n test-learner \
         test-learner-en test-learner-ja test-built test-build test-browser test-textlint translations lab lab-source trainer \
-        bench clean clean-notebooks
+        bench clean clean-notebooks learner-env bundle hub test-classroom
 
 help:
 	@echo "make install       create $(VENV) and install the book stack and lib"
@@ -31,14 +33,18 @@ help:
 	@echo "make translations  refresh the Japanese catalogs (locales/) after an English edit"
 	@echo "make lab           JupyterLab on the learner notebooks (BOOK_LANG=ja for the Japanese ones)"
 	@echo "make lab-source    JupyterLab on the source chapters in book/ (for authors)"
+	@echo "make learner-env   a learner's environment only ($(LEARNER_VENV)): what the notebooks need"
+	@echo "make bundle        an offline classroom bundle (PLATFORM=linux|windows PY_VERSION=3.11|3.12)"
+	@echo "make hub           install a cohort's JupyterHub into HUB_PREFIX (Linux server, as root)"
+	@echo "make test-classroom  the learner environment, the offline bundle and a real JupyterHub, tested"
 	@echo "make bench         time lib against PyTorch (benchmarks/)"
 	@echo "make clean         remove _build (the execution caches included)"
 
+# classroom/room.py install: torch's CPU build on a Linux machine without a GPU (PyTorch's CPU index,
+# for torch only), unless pip's configuration already finds one (this machine's local wheels);
+# TORCH_INDEX=cpu|pypi|local|URL overrides it. Then requirements.txt and lib (editable).
 $(STAMP): requirements.txt pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(PYTHON) classroom/room.py install --venv $(VENV)
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -66,7 +72,7 @@ test: install
 	    test-learner-en test-learner-ja test-built test-browser
 
 test-lib: install
-	$(BIN)/python -m pytest -q tests --ignore=tests/browser --ignore=tests/built
+	$(BIN)/python -m pytest -q tests --ignore=tests/browser --ignore=tests/built --ignore=tests/classroom
 
 # nbval on every source chapter (the builds execute them too, with every hidden assertion)
 test-notebooks: install
@@ -117,11 +123,37 @@ translations: install
 LAB_ARGS ?=
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_ENV  := JUPYTER_PATH="$(CURDIR)/$(VENV)/share/jupyter" BOOK_LANG=$(BOOK_LANG)
-lab: html-$(BOOK_LANG)
-	$(LAB_ENV) $(BIN)/jupyter lab $(LAB_ROOT) $(LAB_ARGS) --notebook-dir=_build/notebooks/$(BOOK_LANG)/learner
+# Opens the learner notebooks already built (a _build/ copied from the trainer will do); builds that
+# edition first only when they are missing. After editing a chapter: make book.
+lab: install
+	$(BIN)/python classroom/room.py lab --venv $(VENV) --lang $(BOOK_LANG) --build -- $(LAB_ARGS)
 
 lab-source: install
 	$(LAB_ENV) $(BIN)/jupyter lab $(LAB_ROOT) $(LAB_ARGS) --notebook-dir=book
+
+# --- the training room (README: "Running a training room") ---------------------------------------------
+LEARNER_VENV ?= .venv-learner
+PLATFORM     ?= linux
+PY_VERSION   ?= 3.11
+HUB_PREFIX   ?= /opt/sdpa-hub
+HUB_PYTHON   ?= /usr/bin/python3
+
+learner-env:
+	$(PYTHON) classroom/room.py install --learner --venv $(LEARNER_VENV)
+
+bundle: book
+	$(BIN)/python -m pip install --quiet -r classroom/requirements-trainer.txt
+	$(BIN)/python classroom/room.py bundle --platform $(PLATFORM) --python $(PY_VERSION) --archive
+
+hub: book
+	$(BIN)/python classroom/room.py hub --prefix $(HUB_PREFIX) --python $(HUB_PYTHON)
+
+# A fresh learner environment runs a learner notebook of each language; the Linux bundle installs with
+# every index disabled and runs them; the Windows bundle is built; a real JupyterHub with two unix
+# users (created when root; skipped otherwise, REQUIRE_CLASSROOM_TEST=1 makes a skip a failure).
+test-classroom: html-en html-ja
+	$(BIN)/python -m pip install --quiet -r classroom/requirements-trainer.txt
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/classroom
 
 bench: install
 	$(BIN)/python benchmarks/bench.py

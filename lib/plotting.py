@@ -108,7 +108,10 @@ def glue(name, fig, *, min_px=MIN_TEXT_PX):
     figure narrower, stacking wide rows of panels into a grid, or its text larger), and if any of its
     text has no glyph in the font (it would show as empty boxes).
     """
-    from myst_nb import glue as _glue
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:  # a learner's environment, without the book's build stack: the figure is in the text
+        _glue = None
 
     missing = missing_glyphs(fig)
     if missing:
@@ -118,7 +121,8 @@ def glue(name, fig, *, min_px=MIN_TEXT_PX):
         raise ValueError(f"figure {name!r}: its smallest text, {text!r}, would show {px:.1f} px high in the "
                          f"book's {COLUMN_PX}-px column (at least {min_px:g} px needed); draw the figure "
                          "narrower or its text larger")
-    _glue(name, fig, display=False)
+    if _glue is not None:
+        _glue(name, fig, display=False)
     plt.close(fig)
 
 

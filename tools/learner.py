@@ -367,6 +367,28 @@ def _code_cell(cell, *, outputs, fold):
     return new
 
 
+# The book's hidden set-up glues numbers and figures into the HTML page with myst-nb. In these notebooks
+# the numbers are already in the text, so `glue` becomes a stand-in that needs only IPython (as myst-nb's
+# does, it shows the value when display=True): a learner's environment needs no book-building stack.
+GLUE_IMPORT = re.compile(r"^(?P<indent>[ \t]*)from myst_nb import glue[ \t]*$", re.M)
+GLUE_STANDIN = ("def glue(name, variable, display=True):  # the book glues numbers into its HTML pages; "
+                "a no-op here, the numbers are in the text\n"
+                "    if display:\n"
+                "        from IPython.display import display as _show\n"
+                "        _show(variable)")
+
+
+def without_book_stack(source: str, docname: str = "") -> str:
+    """The cell's code with ``from myst_nb import glue`` replaced by the stand-in; any other use of
+    myst_nb is an error, so that no learner notebook needs the book's build stack."""
+    source = GLUE_IMPORT.sub(lambda m: "\n".join(m["indent"] + line for line in GLUE_STANDIN.split("\n")),
+                             source)
+    if re.search(r"\bmyst_nb\b", source):
+        raise UnknownNode(f"{docname}: a code cell uses myst_nb beyond `from myst_nb import glue`; "
+                          "tools/learner.py has no stand-in for it")
+    return source
+
+
 def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
     """The learner's or the trainer's notebook of one chapter."""
     w = Writer(app, docname, doctree)
@@ -374,6 +396,10 @@ def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
     src_cells = source_nb.cells
     outputs = {i: c.get("outputs", []) for i, c in enumerate(executed_nb.cells)} if executed_nb else {}
     hidden = [i for i, c in enumerate(src_cells) if c.cell_type == "code" and "remove-cell" in _tags(c)]
+    source_map = source_nb.metadata.get("source_map")
+
+    def cell_of(line):
+        return cell_index_of_line(line, source_map)
     cells: list = []
     md: list[str] = []
     md_cell = [None]
@@ -403,8 +429,7 @@ def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
         state["last"] = index
 
     def place(node):
-        line = node.line or 0
-        index = cell_index_of_line(line)
+        index = cell_of(node.line or 0)
         if index is not None:
             if index != md_cell[0]:
                 emit_hidden(index)
@@ -457,12 +482,33 @@ def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
         if trainer:
             setup["outputs"] = []
         head.append(setup)
-    nb = nbformat.v4.new_notebook(cells=head + cells, metadata=copy.deepcopy(source_nb.metadata))
+    for cell in cells:
+        if cell.cell_type == "code":
+            cell["source"] = without_book_stack(cell["source"], docname)
+    metadata = copy.deepcopy(source_nb.metadata)
+    metadata.pop("source_map", None)
+    metadata.pop("jupytext", None)
+    nb = nbformat.v4.new_notebook(cells=head + cells, metadata=metadata)
     nb.metadata["language"] = lang
     for cell in nb.cells:
         if "id" not in cell:
             cell["id"] = nbformat.corpus.words.generate_corpus_id()
     return nb
+
+
+def read_notebook(path: Path):
+    """The notebook of a page: an .ipynb chapter, or a MyST Markdown notebook (a page with a
+    jupytext/kernelspec header, such as the primer) as myst-nb reads it, with its source_map; None for
+    a plain Markdown page."""
+    if path.suffix == ".ipynb":
+        return nbformat.read(path, as_version=4)
+    if path.suffix == ".md":
+        from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
+
+        text = path.read_text(encoding="utf-8")
+        if is_myst_markdown_notebook(text):
+            return read_myst_markdown_notebook(text, add_source_map=True, path=path)
+    return None
 
 
 def write_all(app, pages_written: set[str] | None = None) -> list[Path]:
@@ -475,18 +521,19 @@ def write_all(app, pages_written: set[str] | None = None) -> list[Path]:
     written = []
     for docname in sorted(app.env.found_docs):
         path = Path(app.env.doc2path(docname))
-        if path.suffix != ".ipynb":
+        source_nb = read_notebook(path)
+        if source_nb is None:
             continue
-        outs = [base / variant / path.name for variant in ("learner", "trainer")]
+        name = path.stem + ".ipynb"
+        outs = [base / variant / name for variant in ("learner", "trainer")]
         current = all(o.is_file() and o.stat().st_mtime >= writer_mtime for o in outs)
         if pages_written is not None and docname not in pages_written and current:
             continue
-        source_nb = nbformat.read(path, as_version=4)
         doctree = app.env.get_and_resolve_doctree(docname, app.builder)
         executed = executed_notebook(app, path, source_nb)
         for variant in ("learner", "trainer"):
             nb = build(app, docname, doctree, source_nb, executed, variant, lang)
-            out = base / variant / path.name
+            out = base / variant / name
             out.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, out)
             written.append(out)

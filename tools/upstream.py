@@ -375,9 +375,14 @@ def _no_space_before_full_width_bracket(app: Sphinx, pagename, templatename, con
 MYST_NB_LINES_PER_CELL = 10000
 
 
-def cell_index_of_line(line: int | None) -> int | None:
-    """The notebook cell a resolved node came from (myst-nb's line encoding), or None for a line
-    that is not inside a cell."""
+def cell_index_of_line(line: int | None, source_map: list[int] | None = None) -> int | None:
+    """The notebook cell a resolved node came from, or None for a line that is not inside a cell.
+    An .ipynb chapter's lines are myst-nb's (cell + 1) * 10000 + line; a MyST Markdown notebook's
+    (``source_map``, the first line of each cell in the file) are the file's own."""
+    if source_map:
+        import bisect
+
+        return (bisect.bisect_right(source_map, line) - 1) if line and line >= source_map[0] else None
     if not line or line < MYST_NB_LINES_PER_CELL:
         return None
     return line // MYST_NB_LINES_PER_CELL - 1

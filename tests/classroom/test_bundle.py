@@ -1,0 +1,117 @@
+"""The offline classroom bundle (classroom/room.py bundle), as a trainer builds it and a laptop installs
+it: the Linux bundle installs into a fresh venv with every package index disabled and no network, and
+runs a learner notebook of each language; the Windows bundle is built here and checked for completeness
+(it is not run on Windows here)."""
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import NOTEBOOKS, ROOT, du, offline_env, python_for, record, timed
+
+sys.path.insert(0, str(ROOT / "classroom"))
+import room  # noqa: E402
+
+OUT = ROOT / "_build" / "classroom" / "test"
+HERE_PY = "%d.%d" % sys.version_info[:2]
+
+
+def bundle(platform, python):
+    t = time.perf_counter()
+    out, _ = timed([sys.executable, ROOT / "classroom" / "room.py", "bundle", "--platform", platform,
+                    "--python", python, "--out", OUT], cwd=ROOT)
+    path = OUT / f"sdpa-course-{platform}-py{python}"
+    record(f"bundle {platform} py{python}: build s", round(time.perf_counter() - t, 1))
+    wheels = list((path / "wheels").glob("*.whl"))
+    record(f"bundle {platform} py{python}: wheels", len(wheels))
+    record(f"bundle {platform} py{python}: wheels MiB", round(sum(w.stat().st_size for w in wheels) / 2**20))
+    record(f"bundle {platform} py{python}: folder MiB", round(du(path) / 2**20))
+    return path
+
+
+@pytest.fixture(scope="module")
+def linux_bundle(built):
+    return bundle("linux", HERE_PY)
+
+
+def test_linux_bundle_holds_the_book_and_a_cpu_torch(linux_bundle):
+    b = linux_bundle
+    assert (b / "html" / "index.html").is_file() and (b / "html" / "ja" / "book" / "intro.html").is_file()
+    for lang in ("en", "ja"):
+        assert sorted(p.name for p in (b / "notebooks" / lang).glob("*.ipynb")) == \
+            sorted(p.name for p in (NOTEBOOKS / lang / "learner").glob("*.ipynb"))
+    (torch,) = (b / "wheels").glob("torch-*.whl")
+    assert "+cpu" in torch.name, torch.name
+    assert not list((b / "wheels").glob("nvidia*")), "CUDA libraries in a CPU bundle"
+    for author_only in ("myst_nb", "sphinx", "jupyter_book", "pytest", "nbval", "playwright"):
+        assert not list((b / "wheels").glob(f"{author_only}-*.whl")), author_only
+
+
+def test_linux_bundle_installs_offline_and_runs_a_learner_notebook_of_each_language(linux_bundle, tmp_path):
+    """A copy of the bundle (as on a USB stick), installed with no index and no network."""
+    import shutil
+
+    laptop = tmp_path / "laptop"
+    shutil.copytree(linux_bundle, laptop, symlinks=True)
+    py = python_for(HERE_PY)
+    if py is None:
+        pytest.skip(f"no Python {HERE_PY} with venv here")
+    env = offline_env(PYTHON=py)
+    _, t_install = timed(["sh", laptop / "install.sh", "en", "--no-lab"], env=env, cwd=tmp_path)
+    record(f"bundle linux py{HERE_PY}: offline install s", round(t_install, 1))
+    record(f"bundle linux py{HERE_PY}: installed venv MiB", round(du(laptop / "venv") / 2**20))
+    vpy = laptop / "venv" / "bin" / "python"
+    # the learner's environment has no book-building or test stack
+    probe = ("import importlib.util as u; "
+             "print([m for m in ('myst_nb', 'sphinx', 'jupyter_book', 'pytest', 'nbval', 'playwright') "
+             "if u.find_spec(m)])")
+    assert subprocess.run([vpy, "-c", probe], capture_output=True, text=True, env=env).stdout.strip() == "[]"
+    out = subprocess.run([vpy, "-c", "import lib, torch; print(torch.__version__, lib.__file__)"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.startswith("2.13.0+cpu"), out.stderr
+    assert str(laptop / "venv") in out.stdout                       # lib from the bundle's wheel
+    timed(["sh", laptop / "install.sh", "ja", "--no-lab"], env=env, cwd=tmp_path)
+    for lang, nb in (("en", "01_formula.ipynb"), ("en", "primer.ipynb"), ("ja", "05_softmax_saturation.ipynb")):
+        work = laptop / "work" / lang / nb
+        assert work.is_file(), work
+        _, dt = timed([laptop / "venv" / "bin" / "jupyter", "nbconvert", "--to", "notebook", "--execute",
+                       "--ExecutePreprocessor.timeout=300", "--output-dir", tmp_path / "run" / lang, work],
+                      env=dict(env, JUPYTER_PATH=str(laptop / "venv" / "share" / "jupyter")), cwd=work.parent)
+        record(f"bundle linux: run {lang}/{nb} s", round(dt, 1))
+    # a Japanese notebook speaks Japanese: its verdicts and figures come from lib in Japanese
+    import nbformat
+    ran = nbformat.read(tmp_path / "run" / "ja" / "05_softmax_saturation.ipynb", as_version=4)
+    text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/markdown", ""))
+                   for c in ran.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert any("\u3040" <= ch <= "\u30ff" for ch in text), "no Japanese output in the Japanese notebook"
+
+
+@pytest.fixture(scope="module")
+def windows_bundle(built):
+    return bundle("windows", "3.12")
+
+
+def test_windows_bundle_is_complete_for_windows(windows_bundle, tmp_path):
+    """Every wheel installs on 64-bit Windows with CPython 3.12, pip resolves the learner's requirements
+    from the folder alone for that platform, and what only Windows' markers ask for is there."""
+    wheels = windows_bundle / "wheels"
+    for w in wheels.glob("*.whl"):
+        tag = w.name[:-4].split("-")[-3:]
+        assert tag[2] in ("any", "win_amd64"), w.name
+        assert tag[0] in ("py3", "py2.py3", "cp312", "cp3", "py312") or tag[0].startswith(("py3", "cp312")), w.name
+    (torch,) = wheels.glob("torch-*.whl")
+    assert torch.name.endswith("-cp312-cp312-win_amd64.whl"), torch.name
+    assert room.missing_for_target(wheels, "windows", "3.12") == []
+    assert list(wheels.glob("pywinpty-*.whl")), "jupyter_server's Windows dependency"
+    timed([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-index", "--find-links", wheels,
+           "--platform", "win_amd64", "--python-version", "3.12", "--implementation", "cp",
+           "--only-binary=:all:", "--target", tmp_path / "t", "-r", windows_bundle / "requirements-learner.txt",
+           "sdpa-course-lib"], env=offline_env())
+    ps1 = (windows_bundle / "install.ps1").read_bytes()
+    assert b"\r\n" in ps1 and b'$Want = "3.12"' in ps1
+    # ASCII only: Windows PowerShell 5.1 reads a script without a BOM in the system's code page (cp932)
+    assert ps1.isascii() and (windows_bundle / "install.cmd").read_bytes().isascii()
+    assert (windows_bundle / "install.cmd").read_bytes().count(b"\r\n") >= 2
