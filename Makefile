@@ -20,7 +20,7 @@ NBVAL := -m pytest -q --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no
 
 .PHONY: help install book html-en html-ja test test-lib test-notebooks test-i18n test-learner \
         test-learner-en test-learner-ja test-built test-build test-browser test-textlint translations lab lab-source trainer \
-        bench clean clean-notebooks learner-env bundle hub test-classroom
+        bench lock clean clean-notebooks learner-env bundle hub test-classroom
 
 help:
 	@echo "make install       create $(VENV) and install the book stack and lib"
@@ -43,7 +43,7 @@ help:
 # classroom/room.py install: torch's CPU build on a Linux machine without a GPU (PyTorch's CPU index,
 # for torch only), unless pip's configuration already finds one (this machine's local wheels);
 # TORCH_INDEX=cpu|pypi|local|URL overrides it. Then requirements.txt and lib (editable).
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) classroom/room.py install --venv $(VENV)
 	touch $(STAMP)
 
@@ -72,7 +72,7 @@ test: install
 	    test-learner-en test-learner-ja test-built test-browser
 
 test-lib: install
-	$(BIN)/python -m pytest -q tests --ignore=tests/browser --ignore=tests/built --ignore=tests/classroom
+	$(BIN)/python -m pytest -q -p no:nbval tests --ignore=tests/browser --ignore=tests/built --ignore=tests/classroom
 
 # nbval on every source chapter (the builds execute them too, with every hidden assertion)
 test-notebooks: install
@@ -157,6 +157,13 @@ test-classroom: html-en html-ja
 
 bench: install
 	$(BIN)/python benchmarks/bench.py
+
+# After a deliberate upgrade of the book stack (pip install ... into .venv): write the versions now
+# installed into constraints.txt, then run `pytest tests/test_upstream.py` (it names the patches to re-check).
+lock: install
+	{ sed -n '1,/^[a-zA-Z]/{/^#/p}' constraints.txt; \
+	  $(BIN)/python -m pip freeze --exclude-editable | sed 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/' \
+	  | grep -v -i -E '^(uv|sdpa-course-lib)=='; } > constraints.txt.new && mv constraints.txt.new constraints.txt
 
 clean:
 	rm -rf _build

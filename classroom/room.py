@@ -43,6 +43,9 @@ TORCH = "torch==2.13.0"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 LEARNER_REQS = HERE / "requirements-learner.txt"
 AUTHOR_REQS = ROOT / "requirements.txt"
+# The exact versions the book was built and tested with (and its stack's patches written for):
+# every install from this repository takes them (tools/upstream.py, tests/test_upstream.py).
+CONSTRAINTS = ROOT / "constraints.txt"
 LANGS = ("en", "ja")
 # pip's --platform tags per bundle platform. manylinux_2_28 covers Debian 11+, Ubuntu 20.04+ and
 # RHEL 8+ (glibc 2.28), the oldest a torch 2.13 Linux wheel supports.
@@ -151,7 +154,7 @@ def cmd_install(a):
     say("torch:", why)
     if opts:
         run([py, "-m", "pip", "install", "--quiet", *opts, TORCH], dry=a.dry_run)
-    run([py, "-m", "pip", "install", "--quiet", "-r", reqs], dry=a.dry_run)
+    run([py, "-m", "pip", "install", "--quiet", "-r", reqs, "-c", CONSTRAINTS], dry=a.dry_run)
     run([py, "-m", "pip", "install", "--quiet", "--no-deps", "-e", ROOT], dry=a.dry_run)
     if "GPU is present" not in why:
         say(CUDA_HINT)
@@ -274,7 +277,8 @@ def cmd_bundle(a):
         if not found or "+cpu" not in found[0].name:
             sys.exit(f"torch: expected a CPU build, got {[f.name for f in found]}")
     if a.platform == "linux":
-        run([*pip, "download", "--quiet", *target, "--find-links", wheels, "-d", wheels, "-r", LEARNER_REQS])
+        run([*pip, "download", "--quiet", *target, "--find-links", wheels, "-d", wheels, "-r", LEARNER_REQS,
+             "-c", CONSTRAINTS])
     else:
         # pip download evaluates markers for this machine: resolve for the target with uv, then fetch
         # exactly those files

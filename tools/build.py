@@ -67,7 +67,7 @@ def code_messages() -> set[str]:
 
 def deps_hash(lang: str) -> str:
     h = hashlib.sha256()
-    for p in sorted((ROOT / "lib").glob("*.py")) + [ROOT / "requirements.txt"]:
+    for p in sorted((ROOT / "lib").glob("*.py")) + [ROOT / "requirements.txt", ROOT / "constraints.txt"]:
         h.update(p.read_bytes())
     if lang != "en":
         from lib import i18n
