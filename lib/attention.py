@@ -118,14 +118,6 @@ def causal_mask(L: int, S: int | None = None, *, like=None):
 
 
 # --------------------------------------------------------------------------- attention
-# The checks live in lib.checks; these two names stay for lib.blockwise.
-_check_qkv = check_qkv
-
-
-def _default_scale(d_k: int, scale) -> float:
-    return resolve_scale(d_k, scale)
-
-
 def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, is_causal=False, return_weights=False):
     r"""Attention(Q, K, V) = softmax(Q Kᵀ · scale) V, with scale = 1/√d_k by default.
 

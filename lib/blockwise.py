@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import check_qkv, resolve_scale
 from ._backend import check_same_family, is_torch, torch_module
 
 __all__ = ["blockwise_attention", "softmax_exp2"]
@@ -99,20 +100,19 @@ def blockwise_attention(q, k, v, mask=None, *, scale=None, is_causal=False, bloc
     ``c = scale·log2(e)`` (FlashAttention-2's CUDA kernel; chapter 10).  Both are exact; ``exp2``
     needs ``scale > 0``.
     """
-    from .attention import _check_qkv, _default_scale  # lib.attention does not import this module
 
     fam = check_same_family(q=q, k=k, v=v, mask=mask)
     if fam == "numpy":
         q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
         mask = None if mask is None else np.asarray(mask)
-    batch, L, S = _check_qkv(q, k, v, mask)
+    batch, L, S = check_qkv(q, k, v, mask)
     if is_causal and mask is not None:
         raise ValueError("give either mask or is_causal=True, not both (combine them into one mask)")
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
         raise ValueError(f"block_size must be a positive int; got {block_size!r}")
     if not isinstance(exp2, (bool, np.bool_)):
         raise TypeError(f"exp2 must be True or False; got {exp2!r}")
-    s = _default_scale(q.shape[-1], scale)
+    s = resolve_scale(q.shape[-1], scale)
     if exp2:
         _check_exp2_scale(s)
     if mask is not None and mask.ndim == 1:

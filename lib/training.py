@@ -37,6 +37,10 @@ __all__ = ["RetrievalBatch", "make_retrieval_batch", "AttentionRetriever", "Trai
            "train_seeds", "Arm", "train_grid", "unscaled_equivalent", "BatchStream", "batch_stream", "per_query_gradients", "steps_to_threshold", "label_count_baselines",
            "gradient_path"]
 
+#: Seed s's training batches come from torch.Generator().manual_seed(s + DATA_SEED_OFFSET), so that
+#: the data never shares a stream with the model's initialisation (seed s).
+DATA_SEED_OFFSET = 1_000_003
+
 
 @dataclass(frozen=True)
 class RetrievalBatch:
@@ -334,13 +338,13 @@ def batch_stream(seeds, steps: int, *, batch_size: int = 64, n_keys: int = 16, d
                  n_classes: int = 8, noise: float = 0.5) -> BatchStream:
     """Draw the first ``steps`` training batches of every seed once, on the CPU (see :class:`BatchStream`).
 
-    Seed s's batches come from ``torch.Generator().manual_seed(s + 1_000_003)``, in order, as in
+    Seed s's batches come from ``torch.Generator().manual_seed(s + DATA_SEED_OFFSET)``, in order, as in
     :func:`train_grid`; passing the stream as ``data=`` gives bit for bit the same runs (tested).
     Memory: about 4 · steps · n_seeds · batch_size · n_keys · d_in bytes (157 MB for 4 seeds, 300 steps).
     """
     seeds = _check_seeds(seeds)
     steps = _positive_int("steps", steps)
-    gens = [torch.Generator().manual_seed(s + 1_000_003) for s in seeds]
+    gens = [torch.Generator().manual_seed(s + DATA_SEED_OFFSET) for s in seeds]
     parts = {"query": [], "keys": [], "labels": [], "target": []}
     for _ in range(steps):
         bs = [make_retrieval_batch(batch_size, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
@@ -443,7 +447,7 @@ def _train_grid(d_k, steps, batch_size, arms, optimizer, seeds, n_keys, d_in, n_
     n = len(arms) * n_s                                        # model i: arm order[i // n_s], seed i % n_s
     opt = (torch.optim.SGD(groups, lr=1.0, **_FUSED) if optimizer == "sgd"
            else torch.optim.Adam(groups, lr=1.0, **_FUSED))
-    data = [torch.Generator().manual_seed(s + 1_000_003) for s in seeds]
+    data = [torch.Generator().manual_seed(s + DATA_SEED_OFFSET) for s in seeds]
     # each model's scale, folded into the d_in × d_in matrix c W_Q W_Kᵀ
     score_scale = torch.tensor([arms[a].score_scale(d_k) for a in order for _ in seeds],
                                dtype=base["W_Q"].dtype, device=device)[:, None, None]   # (n, 1, 1)

@@ -105,7 +105,7 @@ def test_recorded_first_step_matches_a_manual_step(scale):
     """Step 0's loss, gradient norms and entropy, recomputed from scratch with autograd."""
     r = training.train(32, scale=scale, steps=1, batch_size=16, seed=7)
     m = training.AttentionRetriever(32, 32, 8, scale=scale, generator=torch.Generator().manual_seed(7))
-    b = training.make_retrieval_batch(16, generator=torch.Generator().manual_seed(7 + 1_000_003))
+    b = training.make_retrieval_batch(16, generator=torch.Generator().manual_seed(7 + training.DATA_SEED_OFFSET))
     logits, w = m(b, return_weights=True)
     loss = torch.nn.functional.cross_entropy(logits, b.target)
     loss.backward()
@@ -385,7 +385,7 @@ def _plain_pytorch_loop(d_k, seed, arm, optimizer, steps, batch_size):
         m.W_K.mul_(arm.qk_init)
     groups = [{"params": [m.W_Q, m.W_K], "lr": arm.lr * arm.qk_lr}, {"params": [m.E, m.W_O, m.b_O], "lr": arm.lr}]
     opt = torch.optim.Adam(groups) if optimizer == "adam" else torch.optim.SGD(groups)
-    g = torch.Generator().manual_seed(seed + 1_000_003)
+    g = torch.Generator().manual_seed(seed + training.DATA_SEED_OFFSET)
     losses = []
     for _ in range(steps):
         b = training.make_retrieval_batch(batch_size, generator=g)
