@@ -24,9 +24,7 @@ when any of these changed since the last build, that edition's cache and doctree
 """
 from __future__ import annotations
 
-import ast
 import hashlib
-import json
 import os
 import shutil
 import sys
@@ -38,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
 LOCALES = ROOT / "locales"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+import messages  # noqa: E402  (tools/messages.py, a leaf: the strings code shows)
 
 
 def edition_dirs(lang: str) -> dict[str, Path]:
@@ -45,24 +45,6 @@ def edition_dirs(lang: str) -> dict[str, Path]:
     base = BUILD if lang == "en" else BUILD / lang
     return {"html": base / "html", "doctrees": base / ".doctrees", "cache": base / ".jupyter_cache",
             "hash": base / ".deps-hash", "base": base}
-
-
-def code_messages() -> set[str]:
-    """Every message that code shows through ``tr("...")``, in the chapters and in lib."""
-    out: set[str] = set()
-    sources = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "lib").glob("*.py"))]
-    for nb in sorted((ROOT / "book").glob("*.ipynb")):
-        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-        sources += ["\n".join(line for line in "".join(c["source"]).splitlines()
-                              if not line.lstrip().startswith(("%", "!")))
-                    for c in cells if c["cell_type"] == "code"]
-    for src in sources:
-        for node in ast.walk(ast.parse(src)):
-            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                    and isinstance(node.args[0].value, str) and \
-                    getattr(node.func, "id", getattr(node.func, "attr", None)) == "tr":
-                out.add(node.args[0].value)
-    return out
 
 
 def deps_hash(lang: str) -> str:
@@ -74,7 +56,7 @@ def deps_hash(lang: str) -> str:
 
         i18n._catalogs.clear()
         cat = i18n.catalog(lang)
-        for msg in sorted(code_messages()):
+        for msg in sorted(messages.code_messages()):
             h.update(f"{msg}\0{cat.get(msg, '')}\0".encode())
     return h.hexdigest()[:16]
 
@@ -180,9 +162,7 @@ def build_gettext() -> int:
         # checks the built pages); sphinx-intl must not mark those entries obsolete.
         (out / "sphinx.pot").unlink(missing_ok=True)
         # The strings code shows (every tr("...")) join their page's .pot (lib's in lib.pot).
-        from i18n import add_code_messages
-
-        add_code_messages()
+        messages.add_code_messages()
         status = _trainer_sphinx("gettext", "en", out / "trainer", out / ".doctrees-trainer", [])
     return status
 

@@ -1,0 +1,61 @@
+"""The strings that code shows (every ``tr("...")`` call in the chapters and in ``lib``): found once,
+here, for the build (``tools/build.py``: the execution caches' hash, the gettext build) and for the
+catalogs (``tools/catalogs.py``). A leaf module: it imports nothing else of tools/."""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import polib
+
+ROOT = Path(__file__).resolve().parents[1]
+POT = ROOT / "_build" / "gettext"
+CODE_FLAG = "code"
+
+
+def tr_calls(source: str) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) \
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "tr":
+            out.append(node.args[0].value)
+    return out
+
+
+def code_messages_by_catalog() -> dict[str, list[str]]:
+    """``{"book/01_formula": [...], "lib": [...]}``: every ``tr("...")`` message, in source order."""
+    out: dict[str, list[str]] = {}
+    for nb in sorted((ROOT / "book").glob("*.ipynb")):
+        msgs = []
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                src = "\n".join(line for line in "".join(cell["source"]).splitlines()
+                                if not line.lstrip().startswith(("%", "!")))
+                msgs += tr_calls(src)
+        out[f"book/{nb.stem}"] = msgs
+    out["lib"] = [m for p in sorted((ROOT / "lib").glob("*.py")) for m in tr_calls(p.read_text(encoding="utf-8"))]
+    return out
+
+
+def add_code_messages() -> None:
+    """Append each catalog's code messages to its .pot (a separate lib.pot for lib)."""
+    for domain, msgs in code_messages_by_catalog().items():
+        path = POT / f"{domain}.pot"
+        pot = polib.pofile(str(path)) if path.is_file() else polib.POFile()
+        if not path.is_file():
+            pot.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+        known = {e.msgid for e in pot}
+        for m in dict.fromkeys(msgs):
+            if m in known:
+                continue
+            pot.append(polib.POEntry(msgid=m, msgstr="", comment=CODE_FLAG))
+            known.add(m)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pot.save(str(path))
+
+
+def code_messages() -> set[str]:
+    """Every message that code shows, in the chapters and in lib."""
+    return {m for msgs in code_messages_by_catalog().values() for m in msgs}
