@@ -45,7 +45,8 @@ from lib.i18n import read_po  # noqa: E402
 CONFIG_DIR = ROOT / "locales" / "textlint"
 CATALOGS = ROOT / "locales" / "ja" / "LC_MESSAGES"
 GLOSSARY = ROOT / "book" / "glossary.md"
-WORK = ROOT / "_build" / "textlint"
+# one folder per run, so that two runs side by side never delete each other's files
+WORK = ROOT / "_build" / "textlint" / f"run-{os.getpid()}"
 
 TERMBASE_LINE = re.compile(r"^%\s*termbase:\s*(?P<term>[^<]+?)\s*<-\s*(?P<variants>.+?)\s*$")
 GLOSSARY_ENTRY = re.compile(r"^(?P<en>[^\s`].*?)\n  (?P<ja>[^.\n]*?)(?: \(|\.)", re.M)
