@@ -84,7 +84,7 @@ test-build: html-en html-ja
 # the catalogs are up to date with the English, nothing is fuzzy, markup survived translation
 test-i18n: html-en
 	$(BIN)/python tools/build.py gettext > _build/gettext.log 2>&1 || { tail -40 _build/gettext.log; exit 1; }
-	$(BIN)/python tools/i18n.py check
+	$(BIN)/python tools/catalogs.py check
 
 # textlint with the Japanese technical-writing presets over every catalog's Japanese, the glossary as
 # termbase (prh); npm packages pinned by locales/textlint/package-lock.json, installed there (gitignored)
@@ -115,7 +115,7 @@ test-browser: html-en html-ja
 	$(BIN)/python -m pytest -q tests/browser
 
 translations: install
-	$(BIN)/python tools/i18n.py update
+	$(BIN)/python tools/catalogs.py update
 
 # JUPYTER_PATH puts this venv's kernel first, so notebooks run with this venv's python (lib
 # installed) even where a user-wide "python3" kernel exists. Extra options: LAB_ARGS="--no-browser".

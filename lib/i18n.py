@@ -3,7 +3,7 @@
 The book has one English source and a Japanese edition. The prose is translated in gettext catalogs,
 ``locales/<lang>/LC_MESSAGES/<page>.po`` (one per page; ``lib.po`` for lib's own messages). Strings
 that code puts in front of a reader come from the **same catalogs**: code marks them with :func:`tr`,
-and the catalog tool (``tools/i18n.py``) extracts every ``tr("...")`` call into the catalog of the page
+and the catalog tool (``tools/catalogs.py``) extracts every ``tr("...")`` call into the catalog of the page
 (or of lib) it appears in, next to that page's prose::
 
     from lib.i18n import tr

@@ -42,7 +42,7 @@ EMPTY_MATH = re.compile(r"\\\[\s*::\s*\\\]")
 @pytest.mark.parametrize("page", PAGES, ids=str)
 def test_no_display_math_lost_in_translation(page):
     """A translated display-math block comes out of Sphinx as reST that MyST renders as an empty
-    "\\[::\\]" (tools/i18n.py check forbids such translations; this checks the built pages)."""
+    "\\[::\\]" (tools/catalogs.py check forbids such translations; this checks the built pages)."""
     for root in (EN, JA):
         html = (root / page).read_text(encoding="utf-8")
         assert not EMPTY_MATH.search(html), f"{root / page}: a display equation rendered empty"

@@ -1,12 +1,12 @@
 """The translation workflow: refresh the catalogs from the English, and check them.
 
-    python tools/i18n.py update        refresh locales/<lang>/LC_MESSAGES/**/*.po from the English
+    python tools/catalogs.py update        refresh locales/<lang>/LC_MESSAGES/**/*.po from the English
                                        (``make translations``): new paragraphs appear untranslated,
                                        changed ones become fuzzy (the build shows the English until
                                        someone retranslates them and removes the fuzzy flag)
-    python tools/i18n.py check         the checker run by ``make test`` (see below); prints the
+    python tools/catalogs.py check         the checker run by ``make test`` (see below); prints the
                                        progress of every page
-    python tools/i18n.py todo PAGE     the untranslated and fuzzy messages of one page, e.g.
+    python tools/catalogs.py todo PAGE     the untranslated and fuzzy messages of one page, e.g.
                                        ``todo book/05_softmax_saturation`` (or ``lib``)
 
 One catalog per page (``book/01_formula.po`` ...), plus ``lib.po`` for the messages lib shows (self-check
@@ -28,8 +28,6 @@ The checker fails on:
 """
 from __future__ import annotations
 
-import ast
-import json
 import re
 import subprocess
 import sys
@@ -42,64 +40,17 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
-POT = ROOT / "_build" / "gettext"
+import build  # noqa: E402  (tools/build.py; it does not import this module)
+from messages import CODE_FLAG, POT, code_messages_by_catalog, tr_calls  # noqa: E402,F401
 LOCALES = ROOT / "locales"
 LANGS = ("ja",)
 HAND_WRITTEN = {"exercise", "proof", "sphinx"}
-CODE_FLAG = "code"
-
-
-# --- extraction of the strings code shows ---------------------------------------------------------------
-
-def tr_calls(source: str) -> list[str]:
-    out = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str) \
-                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "tr":
-            out.append(node.args[0].value)
-    return out
-
-
-def code_messages_by_catalog() -> dict[str, list[str]]:
-    """``{"book/01_formula": [...], "lib": [...]}``: every ``tr("...")`` message, in source order."""
-    out: dict[str, list[str]] = {}
-    for nb in sorted((ROOT / "book").glob("*.ipynb")):
-        msgs = []
-        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
-            if cell["cell_type"] == "code":
-                src = "\n".join(line for line in "".join(cell["source"]).splitlines()
-                                if not line.lstrip().startswith(("%", "!")))
-                msgs += tr_calls(src)
-        out[f"book/{nb.stem}"] = msgs
-    out["lib"] = [m for p in sorted((ROOT / "lib").glob("*.py")) for m in tr_calls(p.read_text(encoding="utf-8"))]
-    return out
-
-
-def add_code_messages() -> None:
-    """Append each catalog's code messages to its .pot (a separate lib.pot for lib)."""
-    for domain, msgs in code_messages_by_catalog().items():
-        path = POT / f"{domain}.pot"
-        pot = polib.pofile(str(path)) if path.is_file() else polib.POFile()
-        if not path.is_file():
-            pot.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
-        known = {e.msgid for e in pot}
-        for m in dict.fromkeys(msgs):
-            if m in known:
-                continue
-            pot.append(polib.POEntry(msgid=m, msgstr="", comment=CODE_FLAG))
-            known.add(m)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pot.save(str(path))
 
 
 def update() -> int:
-    import build
-
-    status = build.build_gettext()
+    status = build.build_gettext()          # the .pots, with the strings code shows (tools/messages.py)
     if status:
         return status
-    add_code_messages()
     for lang in LANGS:
         subprocess.run([sys.executable, "-m", "sphinx_intl", "update", "-p", str(POT), "-d", str(LOCALES),
                         "-l", lang, "-w", "0"], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
