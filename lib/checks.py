@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 
 from ._backend import dtype_kind
+from .i18n import tr
 
 __all__ = ["check_qkv", "resolve_scale", "positive_int", "generator"]
 
@@ -61,10 +62,9 @@ def check_qkv(q, k, v, mask):
         if a.ndim < 2:
             raise ValueError(f"{name} must have at least 2 dimensions (..., length, features); got shape {_shape(a)}")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"d_k differs: q has shape {_shape(q)} and k has shape {_shape(k)}; "
-            f"their last dimensions ({q.shape[-1]} and {k.shape[-1]}) must be equal"
-        )
+        raise ValueError(tr("d_k differs: q has shape {q} and k has shape {k}; their last dimensions "
+                            "({a} and {b}) must be equal", q=_shape(q), k=_shape(k),
+                            a=q.shape[-1], b=k.shape[-1]))
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"key and value lengths differ: k has shape {_shape(k)} and v has shape {_shape(v)}; "
