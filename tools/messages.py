@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import polib
@@ -12,6 +13,8 @@ import polib
 ROOT = Path(__file__).resolve().parents[1]
 POT = ROOT / "_build" / "gettext"
 CODE_FLAG = "code"
+#: A code cell of a MyST Markdown notebook: ```{code-cell} ... ``` (its option lines start with ":").
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?::[^\n]*\n)*(.*?)^```", re.M | re.S)
 
 
 def tr_calls(source: str) -> list[str]:
@@ -35,6 +38,10 @@ def code_messages_by_catalog() -> dict[str, list[str]]:
                                 if not line.lstrip().startswith(("%", "!")))
                 msgs += tr_calls(src)
         out[f"book/{nb.stem}"] = msgs
+    for page in sorted((ROOT / "book").glob("*.md")):        # MyST notebooks (the primer)
+        cells = CODE_CELL.findall(page.read_text(encoding="utf-8"))
+        if cells:
+            out[f"book/{page.stem}"] = [m for src in cells for m in tr_calls(src)]
     out["lib"] = [m for p in sorted((ROOT / "lib").glob("*.py")) for m in tr_calls(p.read_text(encoding="utf-8"))]
     return out
 
