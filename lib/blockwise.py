@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .checks import check_qkv, resolve_scale
+from .i18n import tr
 from ._backend import check_same_family, is_torch, torch_module
 
 __all__ = ["blockwise_attention", "softmax_exp2"]
@@ -44,8 +45,8 @@ LOG2E = 1.4426950408889634
 
 def _check_exp2_scale(scale):
     if not scale > 0:
-        raise ValueError(f"the exp2 form needs a positive scale (max(scale·s) = scale·max(s) only holds for "
-                         f"scale > 0); got scale={scale!r}")
+        raise ValueError(tr("the exp2 form needs a positive scale (max(scale·s) = scale·max(s) only holds "
+                            "for scale > 0); got scale={scale!r}", scale=scale))
 
 
 def softmax_exp2(raw_scores, scale, axis: int = -1):

@@ -22,7 +22,7 @@ PAGES = sorted(p.stem for p in (ROOT / "book").iterdir() if p.suffix in {".ipynb
 CHAPTERS = sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
 
 JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uff01-\uff5e\u3000-\u303f]")
-WORD = r"(?<![\w.])[A-Za-z]{2,}(?![\w(])"
+WORD = r"(?<![\w.])(?!(?:inf|nan)\b)[A-Za-z]{2,}(?![\w(])"   # inf, nan: numbers
 PROSE = re.compile(WORD + r"(?:[ ,;:'’!?-]+" + WORD + r"){2,}")
 OUTPUT = re.compile(r'<div class="output (?:stream|text_plain)[^"]*">(?:(?!</div>).)*?<pre[^>]*>(.*?)</pre>', re.S)
 
@@ -38,6 +38,7 @@ def test_the_detector_can_fail():
     assert not english_lines("merge(split(Q)) == Q:   True\n[0.245 0.511 0.244]\nsoftmax(z + 1000)  [0.1 0.9]")
     assert not english_lines("デバイス：cpu（torch 2.13.0+cpu、1 スレッド。GPU が見つからないため CPU で実行しました）")
     assert not english_lines("median gradient norm at:     logits     scores      W_Q"[25:])
+    assert not english_lines("tensor([[inf, inf, inf, inf]], dtype=torch.float16)  [nan, nan, nan]")
 
 
 def _outputs(page: str) -> list[str]:
