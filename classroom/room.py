@@ -277,8 +277,9 @@ def cmd_bundle(a):
         if not found or "+cpu" not in found[0].name:
             sys.exit(f"torch: expected a CPU build, got {[f.name for f in found]}")
     if a.platform == "linux":
-        run([*pip, "download", "--quiet", *target, "--find-links", wheels, "-d", wheels, "-r", LEARNER_REQS,
-             "-c", CONSTRAINTS])
+        # (no -c constraints.txt here: with it pip prefers PyPI's CUDA torch over the CPU wheel just
+        # fetched; the learner's requirements are exact pins of the same versions anyway)
+        run([*pip, "download", "--quiet", *target, "--find-links", wheels, "-d", wheels, "-r", LEARNER_REQS])
     else:
         # pip download evaluates markers for this machine: resolve for the target with uv, then fetch
         # exactly those files
