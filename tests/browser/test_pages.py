@@ -590,14 +590,20 @@ def _glossary_queries():
 
 SEARCH_JS = r"""
 async (timeout) => {
+  // Sphinx appends the results one by one; they are complete when the list has stopped growing.
+  // (The summary line cannot be the signal: the Japanese edition leaves it empty.)
   const t0 = Date.now();
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  let last = -1, since = Date.now();
   while (Date.now() - t0 < timeout) {
-    const summary = document.querySelector('#search-results .search-summary, #search-results p');
     const items = document.querySelectorAll('#search-results ul.search li');
-    if (summary && summary.textContent.trim() && (items.length || !document.querySelector('#search-progress')?.textContent.trim()))
+    const summary = document.querySelector('#search-results .search-summary, #search-results p');
+    if (items.length !== last) { last = items.length; since = Date.now(); }
+    else if (items.length && Date.now() - since > 1000)
       return Array.from(items).map((li) => li.querySelector('a')?.getAttribute('href') || '');
-    await sleep(50);
+    else if (!items.length && summary && summary.textContent.trim() && Date.now() - since > 1000)
+      return [];
+    await sleep(100);
   }
   return null;
 }
