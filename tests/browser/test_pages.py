@@ -55,7 +55,7 @@ if _STATUS.is_file():
 # Text blocks a reader reads, for the leftover-English check of finished Japanese pages.
 TEXT_BLOCKS_JS = r"""
 () => {
-  const skip = 'pre, code, .cell_input, .cell_output, mjx-container, .MathJax, .bibliography, .citation, ' +
+  const skip = 'pre, code, .cell_input, .cell_output, mjx-container, .MathJax, .bibliography, .citation, .bibtex-citation, ' +
                '.headerlink, .footnote, .pasted-text';
   const out = [];
   for (const el of document.querySelectorAll('article p, article li, article td, article th, article h1, ' +
