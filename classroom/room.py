@@ -205,8 +205,19 @@ def lib_wheel(dest: Path, python=sys.executable) -> Path:
         src.mkdir()
         shutil.copy2(ROOT / "pyproject.toml", src)
         shutil.copytree(ROOT / "lib", src / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+        # the catalogs go inside the package: an installed lib has no ../locales to read
+        for lang in LANGS:
+            cat = ROOT / "locales" / lang / "LC_MESSAGES"
+            if cat.is_dir():
+                shutil.copytree(cat, src / "lib" / "locale-catalogs" / lang / "LC_MESSAGES",
+                                ignore=lambda d, names: [n for n in names if not n.endswith(".po")
+                                                         and not (Path(d) / n).is_dir()])
         run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", dest, src])
-    return next(dest.glob("sdpa_course_lib-*.whl"))
+    wheel = next(dest.glob("sdpa_course_lib-*.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        if not any(n.startswith("lib/locale-catalogs/ja/LC_MESSAGES/") and n.endswith(".po") for n in z.namelist()):
+            sys.exit(f"{wheel.name}: the Japanese catalogs are missing from lib's wheel")
+    return wheel
 
 
 def wheel_requirements(wheel: Path):

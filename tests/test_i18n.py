@@ -69,6 +69,28 @@ def test_read_po_agrees_with_polib_on_the_books_catalogs():
         assert i18n.read_po(path) == theirs, path
 
 
+def test_an_installed_lib_reads_the_catalogs_inside_the_package(tmp_path):
+    """lib installed from classroom/room.py's wheel has no ../locales: it reads lib/locale-catalogs (the
+    offline bundle's and the JupyterHub's Japanese notebooks printed English before)."""
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(i18n.__file__).resolve().parents[1]
+    site = tmp_path / "site-packages"
+    shutil.copytree(root / "lib", site / "lib", ignore=shutil.ignore_patterns("__pycache__", "locale-catalogs"))
+    probe = ("import lib, lib.i18n as i; lib.set_language('ja'); "
+             "print(i._locales_dir().name, lib.tr('attention weights'))")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("BOOK_LOCALES", "BOOK_LANG")}
+    env["PYTHONPATH"] = str(site)
+    run = lambda: subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                                 cwd=tmp_path, check=True).stdout.strip().split(maxsplit=1)
+    assert run() == ["locale-catalogs", "attention weights"]           # no catalogs at all: English
+    shutil.copytree(root / "locales" / "ja" / "LC_MESSAGES", site / "lib" / "locale-catalogs" / "ja" / "LC_MESSAGES")
+    assert run() == ["locale-catalogs", i18n.catalog("ja")["attention weights"]]
+    assert i18n.catalog("ja")["attention weights"] != "attention weights"
+
+
 def test_tr_follows_the_language(tmp_path, monkeypatch):
     cat = tmp_path / "ja" / "LC_MESSAGES" / "book"
     cat.mkdir(parents=True)

@@ -29,6 +29,36 @@ USERS = {"sdpacourse-a": "en", "sdpacourse-b": "ja"}
 HUB_PYTHON = os.environ.get("HUB_PYTHON", "/usr/bin/python3")
 
 
+def kill_processes_of(name, wait=10.0):
+    """SIGTERM, then SIGKILL, every process of the unix user ``name`` (none if there is no such user)."""
+    try:
+        uid = pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return
+
+    def pids():
+        out = []
+        for p in Path("/proc").glob("[0-9]*"):
+            try:
+                if p.stat().st_uid == uid:
+                    out.append(int(p.name))
+            except OSError:
+                pass
+        return out
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids():
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        end = time.monotonic() + wait
+        while pids() and time.monotonic() < end:
+            time.sleep(0.2)
+        if not pids():
+            return
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -50,8 +80,21 @@ def hub(built):
     record("hub: install s (room.py hub; warm when the prefix is kept)", round(time.perf_counter() - t, 1))
     passwords = {}
     for name in USERS:
-        subprocess.run(["userdel", "-r", name], capture_output=True)
-        subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True)
+        # a user left by an earlier run that was killed: stop what it still runs, then remove it (userdel
+        # refuses a user with live processes); if it cannot be removed, it is reused with a new password
+        # and a fresh home
+        kill_processes_of(name)
+        subprocess.run(["userdel", "-r", "-f", name], capture_output=True)
+        made = subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], capture_output=True, text=True)
+        if made.returncode == 9:                      # 9: the name is in use
+            entry = pwd.getpwnam(name)
+            home = Path(entry.pw_dir)
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir(parents=True)
+            os.chown(home, entry.pw_uid, entry.pw_gid)
+            home.chmod(0o700)
+        elif made.returncode:
+            raise AssertionError(f"useradd {name} failed ({made.returncode}): {made.stderr}")
         passwords[name] = secrets.token_urlsafe(12)
         subprocess.run(["chpasswd"], input=f"{name}:{passwords[name]}\n", text=True, check=True)
     (PREFIX / "cohort.txt").write_text("".join(f"{n} {lang}\n" for n, lang in USERS.items()))
@@ -93,16 +136,10 @@ def hub(built):
             except (OSError, ValueError):
                 pass
         for name in USERS:                            # anything of the users' that is left
-            for p in Path("/proc").glob("[0-9]*"):
-                try:
-                    if p.stat().st_uid == pwd.getpwnam(name).pw_uid:
-                        os.kill(int(p.name), signal.SIGTERM)
-                except (OSError, KeyError):
-                    pass
+            kill_processes_of(name)
         log.close()
-        time.sleep(1)
         for name in USERS:
-            subprocess.run(["userdel", "-r", name], capture_output=True)
+            subprocess.run(["userdel", "-r", "-f", name], capture_output=True)
 
 
 def login(hub, name, password=None):
@@ -269,6 +306,11 @@ def test_lib_and_ipywidgets_import_as_the_user(servers):
         assert reply["status"] == "ok", reply
         uid, version, lang = "".join(m["content"].get("text", "") for m in out).split()
         assert int(uid) == pwd.getpwnam("sdpacourse-b").pw_uid and version.startswith("2.13.0") and lang == "ja"
+        # lib, installed from its wheel, finds the Japanese catalogs it carries
+        reply, out = k.execute("print(lib.tr('attention weights'))")
+        assert reply["status"] == "ok", reply
+        said = "".join(m["content"].get("text", "") for m in out).strip()
+        assert said and any("\u3040" <= ch <= "\u30ff" or "\u4e00" <= ch <= "\u9fff" for ch in said), said
         # a widget: the kernel opens a comm and sends its view to the front end
         reply, out = k.execute("display(ipywidgets.IntSlider(value=3))")
         assert reply["status"] == "ok", reply
