@@ -69,16 +69,18 @@ def setup():
     })
 
 
-def smallest_text_px(fig):
+def smallest_text_px(fig, *, drawn=False):
     """The smallest visible text of ``fig`` as the HTML book displays it: ``(size in CSS px, the text)``.
 
     The notebook saves the figure cropped to its content (``bbox_inches="tight"``, 0.1 in padding) at
     ``fig.dpi``; the page shows that image at its own width, or scaled down to ``COLUMN_PX`` if wider.
-    A text of ``s`` points is then ``s / 72 * dpi * scale`` pixels high.
+    A text of ``s`` points is then ``s / 72 * dpi * scale`` pixels high. ``drawn=True``: the figure
+    was drawn since its last change (e.g. by :func:`missing_glyphs`), so it is not drawn again.
     """
     from matplotlib.text import Text
 
-    fig.canvas.draw()                      # tick labels get their text at draw time
+    if not drawn:
+        fig.canvas.draw()                  # tick labels get their text at draw time
     renderer = fig.canvas.get_renderer()
     width_px = (fig.get_tightbbox(renderer).width + 2 * mpl.rcParams["savefig.pad_inches"]) * fig.dpi
     scale = min(1.0, COLUMN_PX / width_px)
@@ -107,22 +109,37 @@ def glue(name, fig, *, min_px=MIN_TEXT_PX):
     Raises ``ValueError`` naming the smallest text if it would show below ``min_px`` CSS pixels (make the
     figure narrower, stacking wide rows of panels into a grid, or its text larger), and if any of its
     text has no glyph in the font (it would show as empty boxes).
+
+    The figure is rendered once, to the PNG the page shows (as the notebook's inline backend saves it:
+    ``fig.dpi``, ``bbox_inches="tight"``); the glyph and size checks read that rendering, and the PNG
+    is what is glued (each draw of a figure with constrained layout costs a fraction of a second).
     """
+    import io
+    import warnings
+
     try:
         from myst_nb import glue as _glue
     except ImportError:  # a learner's environment, without the book's build stack: the figure is in the text
         _glue = None
 
-    missing = missing_glyphs(fig)
+    png = io.BytesIO()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.savefig(png, format="png", dpi=fig.dpi, bbox_inches="tight")
+    missing = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)})
     if missing:
+        plt.close(fig)
         raise ValueError(f"figure {name!r}: text the font cannot draw: {'; '.join(missing)}")
-    px, text = smallest_text_px(fig)
+    px, text = smallest_text_px(fig, drawn=True)
     if px < min_px:
+        plt.close(fig)
         raise ValueError(f"figure {name!r}: its smallest text, {text!r}, would show {px:.1f} px high in the "
                          f"book's {COLUMN_PX}-px column (at least {min_px:g} px needed); draw the figure "
                          "narrower or its text larger")
     if _glue is not None:
-        _glue(name, fig, display=False)
+        from IPython.display import Image
+
+        _glue(name, Image(data=png.getvalue(), format="png"), display=False)
     plt.close(fig)
 
 

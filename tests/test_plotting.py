@@ -63,3 +63,22 @@ def test_japanese_edition_draws_japanese():
     ax.plot(np.arange(3))
     assert plotting.missing_glyphs(fig) == []
     assert plt.rcParams["font.family"] == ["IPAexGothic", "DejaVu Sans"]
+
+
+def test_glue_glues_the_png_the_inline_backend_would_show(monkeypatch):
+    """plotting.glue renders the figure once and glues that PNG: the same image IPython's inline backend
+    makes of the figure (matplotlib_inline's print_figure: fig.dpi, tight bounding box)."""
+    myst_nb = pytest.importorskip("myst_nb")
+    from IPython.core.pylabtools import print_figure as ipython_print_figure
+
+    got = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, obj, display=True: got.update({name: obj}))
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.plot(np.arange(5) ** 2, label="scaled")
+    ax.set_xlabel("key index")
+    ax.legend()
+    expected = ipython_print_figure(fig, "png", bbox_inches="tight")
+    plotting.glue("one", fig)
+    img = got["one"]
+    assert img.format == "png" and img.data == expected
+    assert not plt.fignum_exists(fig.number)

@@ -110,10 +110,27 @@ def test_windows_bundle_is_complete_for_windows(windows_bundle, tmp_path):
     assert torch.name.endswith("-cp312-cp312-win_amd64.whl"), torch.name
     assert room.missing_for_target(wheels, "windows", "3.12") == []
     assert list(wheels.glob("pywinpty-*.whl")), "jupyter_server's Windows dependency"
-    timed([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-index", "--find-links", wheels,
-           "--platform", "win_amd64", "--python-version", "3.12", "--implementation", "cp",
-           "--only-binary=:all:", "--target", tmp_path / "t", "-r", windows_bundle / "requirements-learner.txt",
-           "sdpa-course-lib"], env=offline_env())
+    # resolve for Windows from the folder alone. uv, not pip: `pip install --dry-run --platform` evaluates
+    # dependency markers for this machine, so on Linux it asks for the Linux-only CUDA packages torch's
+    # Windows wheel names under `platform_system == "Linux"`
+    (tmp_path / "lib.txt").write_text("sdpa-course-lib\n")
+
+    def resolve(folder):
+        return subprocess.run([sys.executable, "-m", "uv", "pip", "compile", "--quiet", "--no-header", "--offline",
+                               "--no-index", "--find-links", folder, "--python-platform", "x86_64-pc-windows-msvc",
+                               "--python-version", "3.12", "--only-binary", ":all:",
+                               windows_bundle / "requirements-learner.txt", tmp_path / "lib.txt"],
+                              capture_output=True, text=True, env=offline_env(UV_NO_CONFIG="1"))
+
+    got = resolve(wheels)
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert "torch==2.13.0" in got.stdout and "pywinpty==" in got.stdout
+    # and the check can fail: without pywinpty (only Windows' markers ask for it) it does not resolve
+    import shutil
+
+    short = tmp_path / "short"
+    shutil.copytree(wheels, short, ignore=shutil.ignore_patterns("pywinpty-*"))
+    assert resolve(short).returncode != 0
     ps1 = (windows_bundle / "install.ps1").read_bytes()
     assert b"\r\n" in ps1 and b'$Want = "3.12"' in ps1
     # ASCII only: Windows PowerShell 5.1 reads a script without a BOM in the system's code page (cp932)

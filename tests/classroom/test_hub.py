@@ -27,6 +27,7 @@ requests = pytest.importorskip("requests")
 PREFIX = Path(os.environ.get("HUB_TEST_PREFIX", "/tmp/sdpa-course-hub-test"))
 USERS = {"sdpacourse-a": "en", "sdpacourse-b": "ja"}
 HUB_PYTHON = os.environ.get("HUB_PYTHON", "/usr/bin/python3")
+CELL_SECONDS = 300                      # the longest a cell may take through a user's server
 
 
 def kill_processes_of(name, wait=10.0):
@@ -235,18 +236,56 @@ class Kernel:
         self.ws = create_connection(ws_url, header=[f"Authorization: {server['headers']['Authorization']}"],
                                     timeout=300)
         self.session = uuid.uuid4().hex
+        self._wait_until_ready()
 
-    def execute(self, code):
+    def _send(self, msg_type, content):
         msg_id = uuid.uuid4().hex
         self.ws.send(json.dumps({
-            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "test",
+            "header": {"msg_id": msg_id, "msg_type": msg_type, "username": "test",
                        "session": self.session, "date": "", "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-            "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                        "allow_stdin": False, "stop_on_error": True}}))
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [], "content": content}))
+        return msg_id
+
+    def _wait_until_ready(self, within=120.0):
+        """What Jupyter's own clients do on connecting: ask for kernel_info until the kernel answers. A
+        request sent while a freshly started kernel is still connecting its channels can be lost (the
+        hub test once waited on such a lost execute_request)."""
+        from websocket import WebSocketTimeoutException
+
+        end = time.monotonic() + within
+        self.ws.settimeout(3)
+        try:
+            while time.monotonic() < end:
+                msg_id = self._send("kernel_info_request", {})
+                try:
+                    while True:
+                        m = json.loads(self.ws.recv())
+                        if m.get("parent_header", {}).get("msg_id") == msg_id and \
+                                m["msg_type"] == "kernel_info_reply":
+                            return
+                except WebSocketTimeoutException:
+                    continue
+            raise AssertionError(f"the kernel did not answer kernel_info within {within:.0f} s")
+        finally:
+            self.ws.settimeout(300)
+
+    def execute(self, code):
+        msg_id = self._send("execute_request", {"code": code, "silent": False, "store_history": True,
+                                                "user_expressions": {}, "allow_stdin": False,
+                                                "stop_on_error": True})
+        from websocket import WebSocketTimeoutException
+
         outputs, reply = [], None
+        end = time.monotonic() + CELL_SECONDS    # websocket pings keep recv() from ever timing out alone
         while True:
-            m = json.loads(self.ws.recv())
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no reply to a cell within {CELL_SECONDS} s:\n{code[:500]}")
+            self.ws.settimeout(min(left, 10.0))
+            try:
+                m = json.loads(self.ws.recv())
+            except WebSocketTimeoutException:
+                continue
             if m.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             if m["msg_type"] in ("stream", "execute_result", "display_data", "error"):
