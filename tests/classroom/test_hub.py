@@ -275,7 +275,7 @@ class Kernel:
                                                 "stop_on_error": True})
         from websocket import WebSocketTimeoutException
 
-        outputs, reply = [], None
+        outputs, reply, idle = [], None, False
         end = time.monotonic() + CELL_SECONDS    # websocket pings keep recv() from ever timing out alone
         while True:
             left = end - time.monotonic()
@@ -292,7 +292,10 @@ class Kernel:
                 outputs.append(m)
             if m["channel"] == "shell" and m["msg_type"] == "execute_reply":
                 reply = m["content"]
-            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle" and reply is not None:
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                idle = True                      # iopub's idle: every output of the cell has been sent
+            # the shell reply and iopub's idle come on different channels, in either order
+            if idle and reply is not None:
                 return reply, outputs
 
     def close(self):
