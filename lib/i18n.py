@@ -37,14 +37,14 @@ _catalogs: dict[str, dict[str, str]] = {}
 
 
 def _locales_dir() -> Path:
-    """``$BOOK_LOCALES``; else ``locales/`` beside this package (a checkout or an editable install);
-    else the copy of the catalogs inside the package (``lib/locale-catalogs``): lib installed from the
-    wheel that ``classroom/room.py`` builds for an offline bundle or a JupyterHub."""
+    """``$BOOK_LOCALES``; else the copy of the catalogs inside the package (``lib/locale-catalogs``: lib
+    installed from the wheel that ``classroom/room.py`` builds for an offline bundle or a JupyterHub);
+    else ``locales/`` beside this package (a checkout or an editable install, which have no copy)."""
     if os.environ.get("BOOK_LOCALES"):
         return Path(os.environ["BOOK_LOCALES"])
     here = Path(__file__).resolve().parent
-    checkout = here.parent / "locales"
-    return checkout if checkout.is_dir() else here / "locale-catalogs"
+    inside = here / "locale-catalogs"
+    return inside if inside.is_dir() else here.parent / "locales"
 
 
 def language() -> str:

@@ -85,7 +85,8 @@ def test_an_installed_lib_reads_the_catalogs_inside_the_package(tmp_path):
     env["PYTHONPATH"] = str(site)
     run = lambda: subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
                                  cwd=tmp_path, check=True).stdout.strip().split(maxsplit=1)
-    assert run() == ["locale-catalogs", "attention weights"]           # no catalogs at all: English
+    assert run() == ["locales", "attention weights"]                   # no catalogs at all: English
+    (site / "locales").mkdir()                   # another package's top-level folder of that name is not read
     shutil.copytree(root / "locales" / "ja" / "LC_MESSAGES", site / "lib" / "locale-catalogs" / "ja" / "LC_MESSAGES")
     assert run() == ["locale-catalogs", i18n.catalog("ja")["attention weights"]]
     assert i18n.catalog("ja")["attention weights"] != "attention weights"
