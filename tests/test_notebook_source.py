@@ -5,7 +5,8 @@
   Visible means every code cell not tagged ``remove-cell``/``remove-input`` (``hide-input`` cells
   are visible once opened), and every fenced code block in the prose.
 - No hidden assertion checks only literals (``assert round(math.sqrt(512)) == 23``) or an
-  expression against itself (``assert a == a``): such a check cannot fail.
+  expression against itself (``assert a == a``): such a check cannot fail. The same detector runs on
+  the test files, where calling the project's own code (lib, tools, classroom) is what is tested.
 - ``tr(...)`` gets one string literal, so the catalog tool can extract it.
 - Figures are glued through ``plotting.glue``, which checks that their text is legible.
 """
@@ -134,6 +135,63 @@ def test_no_assertion_that_cannot_fail(path):
     constants = imported_names(t for _, t in trees)
     bad = [f"cell {i}, line {line}: {why}: assert {text}"
            for i, tree in trees for line, why, text in literal_only_asserts(tree, constants)]
+    assert not bad, f"{path.name}: assertions that cannot fail:\n" + "\n".join(bad)
+
+
+TEST_FILES = sorted(p for p in (ROOT / "tests").rglob("*.py") if p.name != "__init__.py")
+# what the tests' imports may name that is the project's own code (a call into it is the test)
+PROJECT_MODULES = {"lib", "conftest", *(p.stem for d in ("tools", "classroom", "tests")
+                                          for p in (ROOT / d).rglob("*.py"))}
+
+
+def project_names(tree):
+    """Names a test file binds to the project's own code: ``import lib``, ``from lib.x import f``,
+    ``import room`` (classroom/), ``import upstream`` (tools/), ``from conftest import ...``."""
+    names = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in n.names
+                         if a.name.split(".")[0] in PROJECT_MODULES)
+        elif isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] in PROJECT_MODULES:
+            names.update(a.asname or a.name for a in n.names)
+    return names
+
+
+def cannot_fail_in_tests(tree):
+    """``literal_only_asserts`` for a test file: an assertion that calls the project's code on literal
+    inputs tests that code, and one that reads module state (``plt.rcParams``, a call with no
+    arguments such as ``tracemalloc.is_tracing()``) reads what the code under test left behind."""
+    project = project_names(tree)
+    constants = imported_names([tree]) - project
+    asserts = {node.lineno: node for node in ast.walk(tree) if isinstance(node, ast.Assert)}
+    bad = []
+    for line, why, text in literal_only_asserts(tree, constants):
+        node = asserts[line]
+        if why == "only literals":
+            reads_state = any(isinstance(n, ast.Call) and not n.args and not n.keywords
+                              for n in ast.walk(node.test)) or any(
+                isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in constants
+                and not any(isinstance(c, ast.Call) and c.func is n for c in ast.walk(node.test))
+                for n in ast.walk(node.test))
+            if reads_state:
+                continue
+        bad.append((line, why, text))
+    return bad
+
+
+def test_the_tests_detector_can_fail():
+    tree = ast.parse("import math\nimport lib\nfrom packaging.version import Version\n"
+                     "assert round(math.sqrt(512)) == 23\n"
+                     "assert Version('1.4.1').public != Version('1.4.0').public\n"
+                     "assert lib.softmax([0.0])[0] == 1.0\n"
+                     "assert x == x\n")
+    assert [line for line, *_ in cannot_fail_in_tests(tree)] == [4, 5, 7]
+
+
+@pytest.mark.parametrize("path", TEST_FILES, ids=lambda p: str(p.relative_to(ROOT / "tests")))
+def test_no_test_assertion_that_cannot_fail(path):
+    bad = [f"line {line}: {why}: assert {text}"
+           for line, why, text in cannot_fail_in_tests(ast.parse(path.read_text(encoding="utf-8")))]
     assert not bad, f"{path.name}: assertions that cannot fail:\n" + "\n".join(bad)
 
 

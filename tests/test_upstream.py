@@ -44,18 +44,24 @@ def _requirements(path: Path) -> list[Requirement]:
     return out
 
 
-def test_patched_packages_are_the_pinned_versions():
-    pins = _pins()
+def pin_mismatches(pins: dict[str, str], installed=metadata.version) -> list[str]:
+    """One line per distribution a patch depends on whose installed release is not its pin, naming the
+    patches to re-check. ``installed(dist)`` gives a version (the installed one by default)."""
     wrong = []
     for dist in sorted({d for p in upstream.PATCHES for d in p.upstream}):
-        installed = metadata.version(dist)
         pinned = pins.get(canonicalize_name(dist))
         assert pinned is not None, f"constraints.txt does not pin {dist}, which patches depend on"
-        if Version(installed).public != Version(pinned).public:
+        have = installed(dist)
+        if Version(have).public != Version(pinned).public:
             names = ", ".join(f"#{p.number} ({p.where}: {p.depends_on})"
                               for p in upstream.patches_depending_on(dist))
-            wrong.append(f"{dist} {installed} is installed, the patches were written for {pinned}; "
+            wrong.append(f"{dist} {have} is installed, the patches were written for {pinned}; "
                          f"re-check {names}")
+    return wrong
+
+
+def test_patched_packages_are_the_pinned_versions():
+    wrong = pin_mismatches(_pins())
     assert not wrong, "\n".join(wrong)
 
 
@@ -69,9 +75,18 @@ def test_every_requirement_is_pinned_inside_its_range():
 
 
 def test_the_pin_check_can_fail():
-    """The version comparison above says no to a different release."""
-    assert Version("1.4.1").public != Version("1.4.0").public
-    assert Version("2.13.0+cpu").public == Version("2.13.0").public   # torch's local label is not a release
+    """The check above names the patches of a distribution one point release away from its pin, and
+    takes a local build label (torch's +cpu) for the pinned release."""
+    pins = _pins()
+    dist = "myst-nb"
+    pinned = Version(pins[canonicalize_name(dist)])
+    bumped = f"{pinned.major}.{pinned.minor}.{pinned.micro + 1}"
+    wrong = pin_mismatches(pins, installed=lambda d: bumped if d == dist else pins[canonicalize_name(d)])
+    assert len(wrong) == 1 and wrong[0].startswith(f"{dist} {bumped} is installed")
+    assert all(f"#{p.number} " in wrong[0] for p in upstream.patches_depending_on(dist))
+    assert upstream.patches_depending_on(dist)
+    local = pin_mismatches(pins, installed=lambda d: pins[canonicalize_name(d)] + "+cpu")
+    assert local == []
 
 
 def test_every_patch_names_a_guard_that_exists():
