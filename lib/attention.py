@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._backend import check_same_family, dtype_kind, is_torch, torch_module
-from .checks import check_qkv, resolve_scale
+from .checks import check_qkv, positive_int, resolve_scale
 
 __all__ = [
     "softmax",
@@ -85,8 +85,7 @@ def split_heads(x, num_heads: int):
     shape = tuple(x.shape)
     if len(shape) < 2:
         raise ValueError(f"split_heads needs (..., L, d_model); got shape {shape}")
-    if not isinstance(num_heads, int) or num_heads < 1:
-        raise ValueError(f"num_heads must be a positive int; got {num_heads!r}")
+    num_heads = positive_int("num_heads", num_heads)
     d_model = shape[-1]
     if d_model % num_heads:
         raise ValueError(f"d_model={d_model} (shape {shape}) is not divisible by num_heads={num_heads}")

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import check_qkv, resolve_scale
+from .checks import check_qkv, positive_int, resolve_scale
 from .i18n import tr
 from ._backend import check_same_family, is_torch, torch_module
 
@@ -109,8 +109,7 @@ def blockwise_attention(q, k, v, mask=None, *, scale=None, is_causal=False, bloc
     batch, L, S = check_qkv(q, k, v, mask)
     if is_causal and mask is not None:
         raise ValueError("give either mask or is_causal=True, not both (combine them into one mask)")
-    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
-        raise ValueError(f"block_size must be a positive int; got {block_size!r}")
+    block_size = positive_int("block_size", block_size)
     if not isinstance(exp2, (bool, np.bool_)):
         raise TypeError(f"exp2 must be True or False; got {exp2!r}")
     s = resolve_scale(q.shape[-1], scale)

@@ -29,7 +29,8 @@ def positive_int(name: str, value, minimum: int = 1) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
         raise TypeError(f"{name} must be an int; got {value!r} ({type(value).__name__})")
     if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}; got {value!r}")
+        rule = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ValueError(f"{name} must be {rule}; got {value!r}")
     return int(value)
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from ._backend import check_same_family, is_torch, torch_module
 from .attention import softmax
+from .checks import positive_int
 
 __all__ = [
     "l2_normalize",
@@ -143,9 +144,7 @@ def mup_scale(d_k: int, *, base_d_k: int = 64) -> float:
     matching 1/√d at d = 64 ("use 1/d instead of 1/sqrt(d) attention scaling").  Pass it as ``scale=``
     to :func:`lib.scaled_dot_product_attention`.  Chapter 7.
     """
-    for name, v in (("d_k", d_k), ("base_d_k", base_d_k)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive int; got {v!r}")
+    d_k, base_d_k = positive_int("d_k", d_k), positive_int("base_d_k", base_d_k)
     return math.sqrt(base_d_k) / d_k
 
 
@@ -187,9 +186,7 @@ def correlated_projections(d_model: int, d_k: int, rho: float, *, seed=0):
     ((xW_Q)_i, (xW_K)_i) then has correlation ``rho``: the self-score q·k has mean about rho·d_k.
     ``seed`` is an int or a ``np.random.Generator``.  Chapter 7.
     """
-    for name, v in (("d_model", d_model), ("d_k", d_k)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive int; got {v!r}")
+    d_model, d_k = positive_int("d_model", d_model), positive_int("d_k", d_k)
     if not -1.0 <= rho <= 1.0:
         raise ValueError(f"rho must lie in [-1, 1]; got {rho}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)

@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from .checks import positive_int
 from .i18n import tr
 from .selfcheck import Shown
 
@@ -114,8 +115,7 @@ class Recipe:
 def alibi_slopes(n_heads: int) -> np.ndarray:
     """ALiBi's head slopes: ``2^(-8h/n)`` for h = 1..n when n is a power of two; otherwise the
     closest power of two below n, then every other slope of twice as many heads (BLOOM's rule)."""
-    if not (isinstance(n_heads, (int, np.integer)) and n_heads >= 1):
-        raise ValueError(f"n_heads must be a positive int; got {n_heads!r}")
+    n_heads = positive_int("n_heads", n_heads)
     p = 2 ** int(math.floor(math.log2(n_heads)))
     base = 2.0 ** (-8.0 / p)
     slopes = [base ** (h + 1) for h in range(p)]

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from .attention import scaled_dot_product_attention, softmax, softmax_jacobian
+from .checks import positive_int
 from .metrics import jacobian_norm
 
 __all__ = ["jacobian_gap_bound", "logit_scale_sweep", "one_query_attention"]
@@ -56,9 +57,7 @@ def logit_scale_sweep(scales, *, n_keys: int = 32, n_samples: int = 2000, seed=0
         raise ValueError(f"scales must be a non-empty 1-d sequence; got shape {scales.shape}")
     if not np.all(np.isfinite(scales)) or np.any(scales < 0):
         raise ValueError(f"scales must be finite and ≥ 0; got {scales}")
-    for name, v in (("n_keys", n_keys), ("n_samples", n_samples)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive integer; got {v!r}")
+    n_keys, n_samples = positive_int("n_keys", n_keys), positive_int("n_samples", n_samples)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     z = rng.standard_normal((n_samples, n_keys))
     return np.stack([jacobian_norm(softmax(c * z, axis=-1)) for c in scales])
@@ -72,10 +71,7 @@ def one_query_attention(d_k: int, *, n_keys: int = 16, scaled: bool = True, seed
     ``scores`` (n_keys,) after scaling, ``weights`` (n_keys,), ``jacobian`` (n_keys, n_keys)
     = diag(p) − ppᵀ, and ``jacobian_norm`` (its Frobenius norm, a float).
     """
-    if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or d_k < 1:
-        raise ValueError(f"d_k must be a positive integer; got {d_k!r}")
-    if isinstance(n_keys, bool) or not isinstance(n_keys, (int, np.integer)) or n_keys < 2:
-        raise ValueError(f"n_keys must be an integer ≥ 2; got {n_keys!r}")
+    d_k, n_keys = positive_int("d_k", d_k), positive_int("n_keys", n_keys, minimum=2)
     rng = np.random.default_rng([int(seed), int(d_k)])
     q = rng.standard_normal((1, d_k))          # (1, d_k)
     k = rng.standard_normal((n_keys, d_k))     # (S, d_k)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .checks import resolve_scale
+from .checks import positive_int, resolve_scale
 
 __all__ = ["sample_dot_products", "exam_totals", "variance_standard_error", "repeated_variances",
            "excess_kurtosis"]
@@ -27,10 +27,7 @@ def sample_dot_products(d_k: int, n: int, *, seed=0, sigma_q: float = 1.0, sigma
     ``1.0`` returns the raw scores, ``scale=None`` multiplies them by 1/√d_k.
     ``seed`` is an int or a ``np.random.Generator``.
     """
-    if not isinstance(d_k, (int, np.integer)) or d_k < 1:
-        raise ValueError(f"d_k must be a positive int; got {d_k!r}")
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive int; got {n!r}")
+    d_k, n = positive_int("d_k", d_k), positive_int("n", n)
     if not -1.0 <= rho <= 1.0:
         raise ValueError(f"rho must lie in [-1, 1]; got {rho}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -63,10 +60,7 @@ def exam_totals(n_students: int, n_subjects: int, *, mean: float = 50.0, sd: flo
     per-subject scores, shape ``(n_students, n_subjects)``, as well.
     ``seed`` is an int or a ``np.random.Generator``.
     """
-    if not isinstance(n_students, (int, np.integer)) or n_students < 1:
-        raise ValueError(f"n_students must be a positive int; got {n_students!r}")
-    if not isinstance(n_subjects, (int, np.integer)) or n_subjects < 1:
-        raise ValueError(f"n_subjects must be a positive int; got {n_subjects!r}")
+    n_students, n_subjects = positive_int("n_students", n_students), positive_int("n_subjects", n_subjects)
     if not (isinstance(mean, (int, float, np.floating, np.integer)) and math.isfinite(mean)):
         raise TypeError(f"mean must be a finite number; got {mean!r}")
     if not (isinstance(sd, (int, float, np.floating, np.integer)) and math.isfinite(sd) and sd >= 0):
@@ -95,8 +89,7 @@ def variance_standard_error(variance, n: int, excess_kurtosis: float = 0.0):
 
     ``variance`` may be an array (broadcast with ``excess_kurtosis``).
     """
-    if not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"n must be an int >= 2 (a sample variance needs two draws); got {n!r}")
+    n = positive_int("n", n, minimum=2)          # a sample variance needs two draws
     var = np.asarray(variance, dtype=float)
     kappa = np.asarray(excess_kurtosis, dtype=float)
     if np.any(var < 0):
@@ -116,10 +109,7 @@ def repeated_variances(d_k: int, n: int, repeats: int, *, scale=1.0, seed=0, dty
     of a variance measured from ``n`` scores; compare its standard deviation with
     :func:`variance_standard_error` (σ² = d_k or 1, κ = 6/d_k).
     """
-    if not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"n must be an int >= 2; got {n!r}")
-    if not isinstance(repeats, (int, np.integer)) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int; got {repeats!r}")
+    n, repeats = positive_int("n", n, minimum=2), positive_int("repeats", repeats)
     x = sample_dot_products(d_k, n * repeats, seed=seed, scale=scale, dtype=dtype)
     return x.reshape(repeats, n).astype(np.float64).var(axis=-1, ddof=1)
 

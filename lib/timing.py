@@ -20,6 +20,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from .checks import positive_int
+
 __all__ = ["time_interleaved", "best_times", "peak_bytes", "peak_mib"]
 
 
@@ -42,10 +44,8 @@ def time_interleaved(fns: Mapping[str, Callable[[], object]], *, min_rounds: int
     for name, fn in fns.items():
         if not callable(fn):
             raise TypeError(f"candidate {name!r} is not callable")
-    if isinstance(min_rounds, bool) or not isinstance(min_rounds, int) or min_rounds < 1:
-        raise ValueError(f"min_rounds must be a positive int; got {min_rounds!r}")
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < min_rounds:
-        raise ValueError(f"max_rounds must be an int >= min_rounds ({min_rounds}); got {max_rounds!r}")
+    min_rounds = positive_int("min_rounds", min_rounds)
+    max_rounds = positive_int(f"max_rounds (at least min_rounds, {min_rounds})", max_rounds, minimum=min_rounds)
     if not (budget_s >= 0 and math.isfinite(budget_s)) or not (pause_s >= 0 and math.isfinite(pause_s)):
         raise ValueError(f"budget_s and pause_s must be finite and >= 0; got {budget_s!r}, {pause_s!r}")
     names = list(fns)

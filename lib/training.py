@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from .attention import scaled_dot_product_attention, softmax
+from .checks import positive_int
 from .metrics import attention_entropy
 
 __all__ = ["RetrievalBatch", "make_retrieval_batch", "AttentionRetriever", "TrainResult", "train",
@@ -76,10 +77,7 @@ def _one_thread(device):
         torch.set_num_threads(threads)
 
 
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
+_positive_int = positive_int                 # one rule for every count in lib (lib/checks.py)
 
 
 def make_retrieval_batch(batch_size: int, *, n_keys: int = 16, d_in: int = 32, n_classes: int = 8,

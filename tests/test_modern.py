@@ -145,9 +145,11 @@ def test_mup_scale_values():
         assert lib.mup_scale(d, base_d_k=d) == pytest.approx(1 / math.sqrt(d))
     assert lib.mup_scale(256) < 1 / math.sqrt(256)  # smaller than 1/√d above the base
     assert lib.mup_scale(16) > 1 / math.sqrt(16)  # larger below it
-    for bad in (0, -4, 2.5):
+    for bad in (0, -4):
         with pytest.raises(ValueError, match="positive int"):
             lib.mup_scale(bad)
+    with pytest.raises(TypeError, match="d_k must be an int"):
+        lib.mup_scale(2.5)
 
 
 def test_mup_scale_in_attention_matches_torch(rng):

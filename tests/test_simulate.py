@@ -73,7 +73,7 @@ def test_exam_totals_seeded_and_validated():
     assert not np.array_equal(a, lib.exam_totals(6, 5, seed=10))
     with pytest.raises(ValueError, match="n_students"):
         lib.exam_totals(0, 5)
-    with pytest.raises(ValueError, match="n_subjects"):
+    with pytest.raises(TypeError, match="n_subjects must be an int"):
         lib.exam_totals(5, 2.5)
     with pytest.raises(ValueError, match="sd"):
         lib.exam_totals(5, 5, sd=-1.0)

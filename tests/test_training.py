@@ -40,12 +40,14 @@ def test_batches_are_reproducible_and_seed_dependent():
     assert not torch.equal(a.keys, c.keys)
 
 
-@pytest.mark.parametrize("kwargs", [dict(batch_size=0), dict(batch_size=2.5), dict(n_keys=0), dict(d_in=-1),
-                                    dict(n_classes=1), dict(noise=-0.1), dict(noise=float("nan")),
-                                    dict(batch_size=True)])
-def test_batch_rejects_bad_input(kwargs):
+@pytest.mark.parametrize("kwargs, error", [(dict(batch_size=0), ValueError), (dict(batch_size=2.5), TypeError),
+                                           (dict(n_keys=0), ValueError), (dict(d_in=-1), ValueError),
+                                           (dict(n_classes=1), ValueError), (dict(noise=-0.1), ValueError),
+                                           (dict(noise=float("nan")), ValueError),
+                                           (dict(batch_size=True), TypeError)])
+def test_batch_rejects_bad_input(kwargs, error):
     kwargs = {"batch_size": 4, **kwargs}
-    with pytest.raises(ValueError):
+    with pytest.raises(error):
         training.make_retrieval_batch(**kwargs)
 
 
@@ -312,9 +314,10 @@ def test_label_count_baselines_edge_cases():
     assert abs(two["counts"] - 0.5 * math.log(2)) < 1e-12
 
 
-@pytest.mark.parametrize("bad", [dict(n_keys=0), dict(n_classes=1), dict(n_keys=65), dict(n_keys=2.5)])
-def test_label_count_baselines_reject_bad_input(bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("bad, error", [(dict(n_keys=0), ValueError), (dict(n_classes=1), ValueError),
+                                        (dict(n_keys=65), ValueError), (dict(n_keys=2.5), TypeError)])
+def test_label_count_baselines_reject_bad_input(bad, error):
+    with pytest.raises(error):
         training.label_count_baselines(**bad)
 
 
