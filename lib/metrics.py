@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .attention import softmax
+from .checks import generator
 
 __all__ = ["attention_entropy", "jacobian_norm", "random_attention_stats"]
 
@@ -52,7 +53,7 @@ def random_attention_stats(d_k: int, *, n_keys: int = 32, n_queries: int = 2000,
     independent N(0, sigma²).  ``scale=None`` means 1/√d_k, ``scale=1.0`` unscaled.
     Returns a dict of arrays, one value per query: ``entropy``, ``max_weight``, ``jacobian_norm``.
     """
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = generator(seed)
     q = sigma * rng.standard_normal((n_queries, 1, d_k))
     k = sigma * rng.standard_normal((n_queries, n_keys, d_k))
     s = 1.0 / math.sqrt(d_k) if scale is None else float(scale)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ._backend import check_same_family, is_torch, torch_module
 from .attention import softmax
-from .checks import positive_int
+from .checks import generator, positive_int
 
 __all__ = [
     "l2_normalize",
@@ -189,7 +189,7 @@ def correlated_projections(d_model: int, d_k: int, rho: float, *, seed=0):
     d_model, d_k = positive_int("d_model", d_model), positive_int("d_k", d_k)
     if not -1.0 <= rho <= 1.0:
         raise ValueError(f"rho must lie in [-1, 1]; got {rho}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = generator(seed)
     std = 1.0 / math.sqrt(d_model)
     w_q = std * rng.standard_normal((d_model, d_k))
     noise = std * rng.standard_normal((d_model, d_k))

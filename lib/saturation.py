@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .attention import scaled_dot_product_attention, softmax, softmax_jacobian
-from .checks import positive_int
+from .checks import generator, positive_int
 from .metrics import jacobian_norm
 
 __all__ = ["jacobian_gap_bound", "logit_scale_sweep", "one_query_attention"]
@@ -58,7 +58,7 @@ def logit_scale_sweep(scales, *, n_keys: int = 32, n_samples: int = 2000, seed=0
     if not np.all(np.isfinite(scales)) or np.any(scales < 0):
         raise ValueError(f"scales must be finite and ≥ 0; got {scales}")
     n_keys, n_samples = positive_int("n_keys", n_keys), positive_int("n_samples", n_samples)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = generator(seed)
     z = rng.standard_normal((n_samples, n_keys))
     return np.stack([jacobian_norm(softmax(c * z, axis=-1)) for c in scales])
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .checks import positive_int, resolve_scale
+from .checks import generator, positive_int, resolve_scale
 
 __all__ = ["sample_dot_products", "exam_totals", "variance_standard_error", "repeated_variances",
            "excess_kurtosis"]
@@ -30,7 +30,7 @@ def sample_dot_products(d_k: int, n: int, *, seed=0, sigma_q: float = 1.0, sigma
     d_k, n = positive_int("d_k", d_k), positive_int("n", n)
     if not -1.0 <= rho <= 1.0:
         raise ValueError(f"rho must lie in [-1, 1]; got {rho}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = generator(seed)
     a = rng.standard_normal((n, d_k), dtype=dtype)
     b = rng.standard_normal((n, d_k), dtype=dtype)
     q = sigma_q * a
@@ -67,7 +67,7 @@ def exam_totals(n_students: int, n_subjects: int, *, mean: float = 50.0, sd: flo
         raise ValueError(f"sd must be a non-negative finite number; got {sd!r}")
     if not 0.0 <= rho <= 1.0:
         raise ValueError(f"rho must lie in [0, 1] (a shared-ability correlation); got {rho}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = generator(seed)
     g = rng.standard_normal((n_students, 1))
     e = rng.standard_normal((n_students, n_subjects))
     scores = mean + sd * (math.sqrt(rho) * g + math.sqrt(1.0 - rho) * e)
