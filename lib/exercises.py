@@ -21,18 +21,9 @@ __all__: list[str] = []
 
 def _learner_array(answer, name):
     """(array, None) if the learner's answer reads as numbers, else (None, Verdict): never raises."""
-    if answer is None or answer is ...:
-        return None, Verdict(False, tr("{name}: no answer yet. Replace `None` with your result and run "
-                                       "the cell again.", name=name), "missing")
-    try:
-        from .selfcheck import _as_array
+    from .selfcheck import read_answer
 
-        a = _as_array(answer)
-    except Exception as exc:  # noqa: BLE001 - anything a learner types must give a sentence
-        return None, Verdict(False, tr("{name}: could not read your answer as numbers ({error}). Give a "
-                                       "number or a NumPy array.", name=name, error=type(exc).__name__),
-                             "unreadable")
-    return a, None
+    return read_answer(answer, name)
 
 
 def _input_array(x, what, ndim):
@@ -471,22 +462,9 @@ __all__ += ["check_scores_shape", "check_naive_softmax", "check_float16_dk", "ch
 
 def _ch56_read(answer, name):
     """(float array, None) if the learner's answer reads as finite numbers, else (None, Verdict)."""
-    if answer is None or answer is ...:
-        return None, Verdict(False, tr("{name}: no answer yet. Replace `None` with your result and run the "
-                                       "cell again.", name=name), "missing")
-    if isinstance(answer, (str, bytes)):
-        return None, Verdict(False, tr("{name}: your answer is text; give numbers (without quotes).",
-                                       name=name), "unreadable")
-    try:
-        from .selfcheck import _as_array
+    from .selfcheck import read_answer
 
-        a = _as_array(answer)
-    except Exception as exc:  # noqa: BLE001 - anything a learner types must give a sentence
-        return None, Verdict(False, tr("{name}: could not read your answer as numbers ({error}).",
-                                       name=name, error=type(exc).__name__), "unreadable")
-    if not np.all(np.isfinite(a)):
-        return None, Verdict(False, tr("{name}: contains NaN or infinity.", name=name), "not_finite")
-    return a, None
+    return read_answer(answer, name, finite=True)
 
 
 def check_temperature_jacobian(answer, z, taus) -> Verdict:

@@ -277,14 +277,9 @@ def check_array(answer, expected, *, name: str | None = None, rtol: float = 1e-6
     largest difference is.  ``name`` defaults to "your answer" in the book's language.
     """
     name = name or tr("your answer")
-    if answer is None or answer is ...:
-        return Verdict(False, tr("{name}: no answer yet. Replace `None` with your result and run the cell "
-                                 "again.", name=name))
-    try:
-        a = _as_array(answer)
-    except Exception as exc:  # noqa: BLE001 - anything a learner types must give a sentence
-        return Verdict(False, tr("{name}: could not read your answer as numbers ({error}).",
-                                 name=name, error=exc))
+    a, unread = read_answer(answer, name)
+    if unread is not None:
+        return unread
     e = _as_array(expected)
     if a.shape != e.shape:
         if a.size == e.size:
@@ -346,13 +341,18 @@ HAND_RTOL = 1e-3
 HAND_ATOL = 6e-4
 
 
-def _read_answer(answer, name):
-    """(array, None) if the answer reads as finite-or-not numbers, else (None, Verdict)."""
+def read_answer(answer, name, *, finite=False):
+    """The one reader of a learner's answer: ``(float array, None)`` if it reads as numbers, else
+    ``(None, Verdict)`` with a sentence saying what to type; never raises. ``finite=True`` also turns
+    NaN and infinity away. Every self-check in lib reads its answers through it."""
     if answer is None or answer is ...:
         return None, Verdict(False, tr("{name}: no answer yet. Replace `None` with your result and run the "
                                        "cell again.", name=name), "missing")
+    if isinstance(answer, (str, bytes)):
+        return None, Verdict(False, tr("{name}: your answer is text; give numbers (without quotes).",
+                                       name=name), "unreadable")
     try:
-        return _as_array(answer), None
+        a = _as_array(answer)
     except Exception as exc:  # noqa: BLE001 - anything a learner types must give a sentence
         if "inhomogeneous" in str(exc):
             return None, Verdict(False, tr("{name}: the rows of your answer have different lengths; every "
@@ -360,6 +360,12 @@ def _read_answer(answer, name):
         return None, Verdict(False, tr("{name}: could not read your answer as numbers ({error}). Type "
                                        "numbers, a list of numbers, or a NumPy array.",
                                        name=name, error=f"{type(exc).__name__}: {exc}"), "unreadable")
+    if finite and not np.all(np.isfinite(a)):
+        return None, Verdict(False, tr("{name}: contains NaN or infinity.", name=name), "not_finite")
+    return a, None
+
+
+_read_answer = read_answer
 
 
 def _reference(x, what):

@@ -27,7 +27,10 @@ def test_factor_of_sqrt2_is_named():
 
 
 def test_not_numbers_and_nan():
-    assert "could not read" in lib.check_array("abc", [1.0]).message
+    text = lib.check_array("abc", [1.0])
+    assert not text and text.mistake == "unreadable" and "text" in text.message
+    assert "could not read" in lib.check_array({"a": 1}, [1.0]).message
+    assert "different lengths" in lib.check_array([[1.0, 2.0], [3.0]], [[1.0, 2.0], [3.0, 4.0]]).message
     assert "NaN" in lib.check_array([np.nan], [1.0]).message
 
 
