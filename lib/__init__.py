@@ -16,7 +16,8 @@ Layout (one module per idea; each lists its public names in ``__all__``):
 - ``port_check`` ``Recipe``, ``reference_attention``, ``check_port``: a port against its checkpoint's recipe (ch. 11)
 - ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (ch. 10; on port_check's runner)
 - ``timing``     interleaved timing and peak memory, for chapter 9 and ``benchmarks/`` (import it)
-- ``selfcheck``  verdicts for exercise answers (every chapter)
+- ``selfcheck``  verdicts for exercise answers (every chapter); ``read_answer``, the one answer reader
+- ``display``    ``Shown``: how a verdict or a report shows (✓/✗, label, message; text, Markdown, HTML)
 - ``progress``   an opt-in local record of shown verdicts, and the trainer's cohort report
 - ``exercises``  one self-check per exercise whose answer must not appear in the notebook
 - ``i18n``       ``tr``: figure labels and verdicts in the book's language, from the page catalogs
@@ -29,7 +30,7 @@ that ``import lib`` works where torch is not installed (tests/test_no_torch.py).
 from __future__ import annotations
 
 from . import attention, blockwise, exercises, i18n, metrics, modern, saturation, selfcheck, simulate
-from . import checks, fast, port_check, progress, scale_probe, timing
+from . import checks, display, fast, port_check, progress, scale_probe, timing
 from .attention import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
 from .exercises import *  # noqa: F401,F403

@@ -31,7 +31,7 @@ import numpy as np
 
 from .checks import positive_int
 from .i18n import tr
-from .selfcheck import Shown
+from .display import Shown
 
 __all__ = ["Recipe", "PortReport", "reference_attention", "alibi_slopes", "check_port",
            "check_logit_factor"]

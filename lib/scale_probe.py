@@ -35,7 +35,7 @@ import numpy as np
 from .i18n import tr
 from .port_check import LAYOUTS, accepts_layout, measure_scale
 from .port_check import _check_backend
-from .selfcheck import Shown
+from .display import Shown
 
 __all__ = ["ScaleReport", "infer_scale"]
 

@@ -389,89 +389,99 @@ def without_book_stack(source: str, docname: str = "") -> str:
     return source
 
 
-def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
-    """The learner's or the trainer's notebook of one chapter."""
-    w = Writer(app, docname, doctree)
-    trainer = variant == "trainer"
-    src_cells = source_nb.cells
-    outputs = {i: c.get("outputs", []) for i, c in enumerate(executed_nb.cells)} if executed_nb else {}
-    hidden = [i for i, c in enumerate(src_cells) if c.cell_type == "code" and "remove-cell" in _tags(c)]
-    source_map = source_nb.metadata.get("source_map")
+class _Assembler:
+    """Walks one chapter's resolved doctree and collects the notebook's cells in page order: Markdown
+    for the prose, the chapter's code cells where the page shows them, and its hidden cells (absent
+    from the page) before the first thing that follows them in the source notebook."""
 
-    def cell_of(line):
-        return cell_index_of_line(line, source_map)
-    cells: list = []
-    md: list[str] = []
-    md_cell = [None]
-    state = {"last": -1}
+    def __init__(self, app, docname, doctree, source_nb, executed_nb, trainer):
+        self.w = Writer(app, docname, doctree)
+        self.docname, self.trainer = docname, trainer
+        self.src_cells = source_nb.cells
+        self.outputs = {i: c.get("outputs", []) for i, c in enumerate(executed_nb.cells)} if executed_nb else {}
+        self.hidden = [i for i, c in enumerate(self.src_cells)
+                       if c.cell_type == "code" and "remove-cell" in _tags(c)]
+        self.source_map = source_nb.metadata.get("source_map")
+        self.cells: list = []
+        self.md: list[str] = []
+        self.md_cell = None                  # the source cell the Markdown being collected comes from
 
-    def flush():
-        if md:
-            cells.append(nbformat.v4.new_markdown_cell("\n\n".join(md)))
-            md.clear()
+    def run(self, doctree) -> list:
+        self.walk(doctree, 1)
+        self.emit_hidden(len(self.src_cells))
+        self.flush()
+        return self.cells
 
-    def emit_hidden(upto):
+    def flush(self):
+        if self.md:
+            self.cells.append(nbformat.v4.new_markdown_cell("\n\n".join(self.md)))
+            self.md.clear()
+
+    def emit_hidden(self, upto):
         """Hidden code cells (absent from the page) with an index below ``upto``, in order."""
-        while hidden and hidden[0] < upto:
-            i = hidden.pop(0)
-            cell = src_cells[i]
-            if "solution-check" in _tags(cell) and not trainer:
+        while self.hidden and self.hidden[0] < upto:
+            i = self.hidden.pop(0)
+            cell = self.src_cells[i]
+            if "solution-check" in _tags(cell) and not self.trainer:
                 continue
-            flush()
-            cells.append(_code_cell(cell, outputs=outputs.get(i, []) if trainer else None, fold=True))
+            self.flush()
+            self.cells.append(_code_cell(cell, outputs=self.outputs.get(i, []) if self.trainer else None,
+                                         fold=True))
 
-    def code(index, fold_override=None):
-        emit_hidden(index)
-        flush()
-        cell = src_cells[index]
+    def code(self, index, fold_override=None):
+        self.emit_hidden(index)
+        self.flush()
+        cell = self.src_cells[index]
         fold = bool(_tags(cell) & HIDDEN_TAGS) if fold_override is None else fold_override
-        cells.append(_code_cell(cell, outputs=outputs.get(index, []) if trainer else None, fold=fold))
-        state["last"] = index
+        self.cells.append(_code_cell(cell, outputs=self.outputs.get(index, []) if self.trainer else None,
+                                     fold=fold))
 
-    def place(node):
-        index = cell_of(node.line or 0)
-        if index is not None:
-            if index != md_cell[0]:
-                emit_hidden(index)
-                flush()
-                md_cell[0] = index
+    def place(self, node):
+        index = cell_index_of_line(node.line or 0, self.source_map)
+        if index is not None and index != self.md_cell:
+            self.emit_hidden(index)
+            self.flush()
+            self.md_cell = index
 
-    def walk(parent, depth):
+    def walk(self, parent, depth):
         from sphinx_exercise.nodes import solution_node
 
+        w = self.w
         for node in parent.children:
             if isinstance(node, nodes.section):
                 title = node.next_node(nodes.title)
-                place(title)
+                self.place(title)
                 number = ""
                 if depth == 1:
-                    secnums = w.env.toc_secnumbers.get(docname, {})
+                    secnums = w.env.toc_secnumbers.get(self.docname, {})
                     number = ".".join(map(str, secnums.get("", ()))) + ". " if secnums.get("") else ""
                 anchors = "".join(f'<a id="{i}"></a>' for i in node.get("ids", []))
-                md.append(f"{'#' * depth} {number}{w.inlines(title)}" + (f" {anchors}" if anchors else ""))
-                walk(node, depth + 1)
+                self.md.append(f"{'#' * depth} {number}{w.inlines(title)}" + (f" {anchors}" if anchors else ""))
+                self.walk(node, depth + 1)
                 continue
             if isinstance(node, nodes.title):
                 continue
             if is_code_cell(node):
-                code(node["cell_index"])
+                self.code(node["cell_index"])
                 continue
             if isinstance(node, solution_node) and any(is_code_cell(c) for c in node.children):
-                place(node)
-                md.append(w.solution(node, code=None if trainer else True))
-                if trainer:
+                self.place(node)
+                self.md.append(w.solution(node, code=None if self.trainer else True))
+                if self.trainer:
                     for c in node.children:
                         if is_code_cell(c):
-                            code(c["cell_index"], fold_override=False)
+                            self.code(c["cell_index"], fold_override=False)
                 continue
-            place(node)
+            self.place(node)
             text = w.block(node)
             if text.strip():
-                md.append(text)
+                self.md.append(text)
 
-    walk(doctree, 1)
-    emit_hidden(len(src_cells))
-    flush()
+
+def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
+    """The learner's or the trainer's notebook of one chapter."""
+    trainer = variant == "trainer"
+    cells = _Assembler(app, docname, doctree, source_nb, executed_nb, trainer).run(doctree)
 
     head = [nbformat.v4.new_markdown_cell(BANNER[lang].format(kind=KIND[lang][variant],
                                                               extra=EXTRA[lang][variant]))]
