@@ -201,6 +201,7 @@ def lint(pages: list[str] | None = None) -> list[dict]:
     index = write_sources(pages)
     config = write_config()
     files = [str(p) for p, where in index.items() if where]
+    lint.checked = len(files)                  # how many catalogs were read (main prints it)
     proc = subprocess.run([str(exe), "--config", str(config), "--rules-base-directory",
                            str(CONFIG_DIR / "node_modules"), "--format", "json", *files],
                           capture_output=True, text=True, cwd=CONFIG_DIR)
@@ -245,7 +246,7 @@ def main(argv=None) -> int:
         message = " ".join(f["message"].split())
         print(f"{f['catalog']} #{f['entry']} ({f['msgid'][:50]!r}): {f['rule']}: {message}")
     counts = Counter(f["catalog"] for f in findings)
-    print(f"textlint: {len(findings)} error(s) in {len(counts)} catalog(s)"
+    print(f"textlint: {len(findings)} error(s) in {len(counts)} of the {lint.checked} catalog(s) checked"
           + "".join(f"\n  {n:4d}  {c}" for c, n in sorted(counts.items())))
     return 1 if findings else 0
 
