@@ -254,3 +254,23 @@ def test_prompts_are_replaced_and_code_kept():
     out = bookext.translate_prompts(src, "ja")
     assert out == ("my_raw = None       # 2 つの生のスコア（例：[.., ..]）\nx = 1  # a note\n"
                    "    return None   # ここにコードを書きます")
+
+
+def test_code_messages_leave_the_pot_when_the_code_drops_them(tmp_path, monkeypatch):
+    """tools/messages.py in a warm tree: a message that code no longer shows leaves lib.pot (it stayed
+    there, so `make translations` kept it in lib.po while a clean clone's check saw it gone)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import messages
+
+    monkeypatch.setattr(messages, "POT", tmp_path)
+    shown = {"lib": ["kept", "dropped"]}
+    monkeypatch.setattr(messages, "code_messages_by_catalog", lambda: shown)
+    messages.add_code_messages()
+    prose = polib.pofile(str(tmp_path / "lib.pot"))
+    prose.append(polib.POEntry(msgid="prose, not code", msgstr=""))        # as Sphinx writes one
+    prose.save(str(tmp_path / "lib.pot"))
+    shown["lib"] = ["kept", "new"]
+    messages.add_code_messages()
+    assert sorted(e.msgid for e in polib.pofile(str(tmp_path / "lib.pot"))) == ["kept", "new", "prose, not code"]

@@ -47,12 +47,18 @@ def code_messages_by_catalog() -> dict[str, list[str]]:
 
 
 def add_code_messages() -> None:
-    """Append each catalog's code messages to its .pot (a separate lib.pot for lib)."""
+    """Append each catalog's code messages to its .pot (a separate lib.pot for lib), and drop the code
+    messages an earlier run added that the code no longer shows: a warm tree keeps its .pot files
+    (Sphinx rewrites a page's .pot only when the page changed, and lib.pot is ours alone), so without
+    this a removed message stayed in a warm tree's catalogs while a clean clone saw it gone."""
     for domain, msgs in code_messages_by_catalog().items():
         path = POT / f"{domain}.pot"
         pot = polib.pofile(str(path)) if path.is_file() else polib.POFile()
         if not path.is_file():
             pot.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+        current = set(msgs)
+        for stale in [e for e in pot if e.comment == CODE_FLAG and e.msgid not in current]:
+            pot.remove(stale)
         known = {e.msgid for e in pot}
         for m in dict.fromkeys(msgs):
             if m in known:
