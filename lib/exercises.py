@@ -13,18 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from .i18n import tr
-from .selfcheck import Verdict, check_array, check_number
+from .selfcheck import Verdict, check_array, check_number, read_answer
 
 __all__: list[str] = []
 
 # --- chapter 1 -----------------------------------------------------------------------------------
-
-def _learner_array(answer, name):
-    """(array, None) if the learner's answer reads as numbers, else (None, Verdict): never raises."""
-    from .selfcheck import read_answer
-
-    return read_answer(answer, name)
-
 
 def _input_array(x, what, ndim):
     """The exercise's own inputs (not the learner's): a finite real array of ``ndim`` axes, else raise."""
@@ -63,7 +56,7 @@ def check_attention_output(answer, Q, K, V) -> Verdict:
     if k.shape[0] != v.shape[0]:
         raise ValueError(f"self-check set-up: K has {k.shape[0]} rows and V has {v.shape[0]}; they must agree")
     name = tr("attention output")
-    a, bad = _learner_array(answer, name)
+    a, bad = read_answer(answer, name)
     if bad is not None:
         return bad
     d_k = q.shape[1]
@@ -124,7 +117,7 @@ def check_rescaled_totals(answer, totals, n_subjects) -> Verdict:
         raise ValueError(f"self-check set-up: n_subjects must be a positive int; got {n_subjects!r}")
     n = int(n_subjects)
     name = tr("rescaled totals")
-    a, bad = _learner_array(answer, name)
+    a, bad = read_answer(answer, name)
     if bad is not None:
         return bad
     expected = t / np.sqrt(n)
@@ -202,7 +195,7 @@ def check_scaled_variance(scores, d_k, n, seed) -> Verdict:
             raise ValueError(f"self-check set-up: {what} must be an int >= {low}; got {x!r}")
     d_k, n = int(d_k), int(n)
     name = tr("your scaled scores")
-    a, bad = _learner_array(scores, name)
+    a, bad = read_answer(scores, name)
     if bad is not None:
         return bad
     if a.size == 1:
@@ -301,7 +294,7 @@ def check_naive_softmax(answer, scores) -> Verdict:
         e = np.exp(s)
         expected = e / e.sum()
     name = tr("naive softmax")
-    a, bad = _learner_array(answer, name)
+    a, bad = read_answer(answer, name)
     if bad is not None:
         return bad
     if a.shape != s.shape:
@@ -335,7 +328,7 @@ def check_float16_dk(answer, limit, n_sd=3) -> Verdict:
     if not np.isfinite(lim) or lim <= 0:
         raise ValueError(f"self-check set-up: limit must be a positive number; got {limit!r}")
     name = "d_k"
-    a, bad = _learner_array(answer, name)
+    a, bad = read_answer(answer, name)
     if bad is not None:
         return bad
     if a.size != 1 or not np.isfinite(a).all():
@@ -359,7 +352,7 @@ def check_float16_dk(answer, limit, n_sd=3) -> Verdict:
 def _pair(answer_a, answer_b, name):
     out = []
     for x in (answer_a, answer_b):
-        a, bad = _learner_array(x, name)
+        a, bad = read_answer(x, name)
         if bad is not None:
             return None, bad
         if a.size != 1 or not np.isfinite(a).all():
@@ -436,7 +429,7 @@ def check_weight_over_dk(weight, n_keys, d_k) -> Verdict:
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 2:
             raise ValueError(f"self-check set-up: {what} must be an int >= 2; got {x!r}")
     name = tr("weight")
-    a, bad = _learner_array(weight, name)
+    a, bad = read_answer(weight, name)
     if bad is not None:
         return bad
     if a.size != 1 or not np.isfinite(a).all():
@@ -459,13 +452,6 @@ __all__ += ["check_scores_shape", "check_naive_softmax", "check_float16_dk", "ch
 
 
 # --- chapter 5 -----------------------------------------------------------------------------------
-
-def _ch56_read(answer, name):
-    """(float array, None) if the learner's answer reads as finite numbers, else (None, Verdict)."""
-    from .selfcheck import read_answer
-
-    return read_answer(answer, name, finite=True)
-
 
 def check_temperature_jacobian(answer, z, taus) -> Verdict:
     """Exercise 5.2: the largest entry of ∂p/∂z for p = softmax(z/τ), one number per τ in ``taus``.
@@ -494,7 +480,7 @@ def check_temperature_jacobian(answer, z, taus) -> Verdict:
 
     expected = np.array([largest(t, 1 / t) for t in tt.ravel()]).reshape(tt.shape)
     name = tr("largest entry of ∂p/∂z")
-    a, bad = _ch56_read(answer, name)
+    a, bad = read_answer(answer, name, finite=True)
     if bad is not None:
         return bad
     if a.shape != expected.shape:
@@ -555,7 +541,7 @@ def check_steps_to_threshold(answer, loss, threshold=1.0, window=10) -> Verdict:
 
     expected = first(x, window)
     name = tr("steps to loss < {t:g}", t=float(threshold))
-    a, bad = _ch56_read(answer, name)
+    a, bad = read_answer(answer, name, finite=True)
     if bad is not None:
         return bad
     if a.shape != ():

@@ -304,8 +304,6 @@ def read_answer(answer, name, *, finite=False):
     return a, None
 
 
-_read_answer = read_answer
-
 
 def _reference(x, what):
     """The chapter's own inputs (not the learner's): must be real numbers, else ValueError."""
@@ -330,7 +328,7 @@ def _diagnose(answer, expected, mistakes, *, name, rtol, atol, hint, overflow_ri
     right numbers (d_k = 1, a symmetric matrix) never turns a right answer into a wrong one.  Then the
     known mistakes, then "nearly right" (right to fewer decimals), then shape and value.
     """
-    a, bad = _read_answer(answer, name)
+    a, bad = read_answer(answer, name)
     if bad is not None:
         return bad
     e = np.asarray(expected, dtype=float)

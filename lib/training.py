@@ -77,9 +77,6 @@ def _one_thread(device):
         torch.set_num_threads(threads)
 
 
-_positive_int = positive_int                 # one rule for every count in lib (lib/checks.py)
-
-
 def make_retrieval_batch(batch_size: int, *, n_keys: int = 16, d_in: int = 32, n_classes: int = 8,
                          noise: float = 0.5, generator: torch.Generator | None = None, device=None,
                          dtype=torch.float32) -> RetrievalBatch:
@@ -90,10 +87,10 @@ def make_retrieval_batch(batch_size: int, *, n_keys: int = 16, d_in: int = 32, n
     reproducible; the tensors are drawn on the CPU and then moved to ``device``, so a
     seed gives the same data on every device.
     """
-    batch_size = _positive_int("batch_size", batch_size)
-    n_keys = _positive_int("n_keys", n_keys)
-    d_in = _positive_int("d_in", d_in)
-    n_classes = _positive_int("n_classes", n_classes)
+    batch_size = positive_int("batch_size", batch_size)
+    n_keys = positive_int("n_keys", n_keys)
+    d_in = positive_int("d_in", d_in)
+    n_classes = positive_int("n_classes", n_classes)
     if n_classes < 2:
         raise ValueError(f"n_classes must be at least 2 (one class is nothing to learn); got {n_classes}")
     if not (isinstance(noise, (int, float)) and math.isfinite(noise) and noise >= 0):
@@ -133,8 +130,8 @@ class AttentionRetriever(torch.nn.Module):
     def __init__(self, d_in: int, d_k: int, n_classes: int, *, d_v: int = 32, scale=None,
                  generator: torch.Generator | None = None):
         super().__init__()
-        d_in, d_k = _positive_int("d_in", d_in), _positive_int("d_k", d_k)
-        n_classes, d_v = _positive_int("n_classes", n_classes), _positive_int("d_v", d_v)
+        d_in, d_k = positive_int("d_in", d_in), positive_int("d_k", d_k)
+        n_classes, d_v = positive_int("n_classes", n_classes), positive_int("d_v", d_v)
         if scale is not None and not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
             raise ValueError(f"scale must be None (1/√d_k) or a finite number > 0; got {scale!r}")
         self.d_in, self.d_k, self.n_classes, self.scale = d_in, d_k, n_classes, scale
@@ -300,7 +297,7 @@ def unscaled_equivalent(d_k: int, optimizer: str) -> Arm:
     ``qk_lr = √d_k``; Adam divides out the gradient's size (up to its ε), so ΔV = d_k^{1/4} ΔW
     needs ``qk_lr = d_k^{1/4}``.  ``tests/test_training.py`` checks the equivalence by training.
     """
-    d_k = _positive_int("d_k", d_k)
+    d_k = positive_int("d_k", d_k)
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam'; got {optimizer!r}")
     c = d_k ** 0.25
@@ -341,7 +338,7 @@ def batch_stream(seeds, steps: int, *, batch_size: int = 64, n_keys: int = 16, d
     Memory: about 4 · steps · n_seeds · batch_size · n_keys · d_in bytes (157 MB for 4 seeds, 300 steps).
     """
     seeds = _check_seeds(seeds)
-    steps = _positive_int("steps", steps)
+    steps = positive_int("steps", steps)
     gens = [torch.Generator().manual_seed(s + DATA_SEED_OFFSET) for s in seeds]
     parts = {"query": [], "keys": [], "labels": [], "target": []}
     for _ in range(steps):
@@ -383,9 +380,9 @@ def train_grid(d_k: int, seeds, arms, *, steps: int = 300, batch_size: int = 64,
     ``train_seeds`` is the grid of one arm.  Returns ``results[i][j]`` for ``arms[i]`` and
     ``seeds[j]``.  Chapter 6 runs its learning-rate sweeps and its decomposition with it.
     """
-    d_k = _positive_int("d_k", d_k)
-    steps = _positive_int("steps", steps)
-    batch_size = _positive_int("batch_size", batch_size)
+    d_k = positive_int("d_k", d_k)
+    steps = positive_int("steps", steps)
+    batch_size = positive_int("batch_size", batch_size)
     seeds = _check_seeds(seeds)
     if data is not None:
         if not isinstance(data, BatchStream):
@@ -596,7 +593,7 @@ def label_count_baselines(n_keys: int = 16, n_classes: int = 8) -> dict:
     weighted by its multinomial probability (about 200 terms for 16 keys and 8 classes).  For
     16 keys and 8 classes: chance 2.079, counts 1.826, uniform attention 1.876.
     """
-    S, K = _positive_int("n_keys", n_keys), _positive_int("n_classes", n_classes)
+    S, K = positive_int("n_keys", n_keys), positive_int("n_classes", n_classes)
     if K < 2:
         raise ValueError(f"n_classes must be at least 2; got {K}")
     if S > 64:
@@ -651,7 +648,7 @@ def gradient_path(d_k: int, *, scaled: bool, n_queries: int = 200, n_keys: int =
     NumPy arrays of shape (n_queries,), computed on the CPU (one thread).  ``tests/test_training.py``
     checks them against autograd.
     """
-    d_k = _positive_int("d_k", d_k)
+    d_k = positive_int("d_k", d_k)
     with _one_thread("cpu"):
         return _gradient_path(d_k, scaled, n_queries, n_keys, d_in, n_classes, d_v, seed)
 
