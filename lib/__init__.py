@@ -17,7 +17,8 @@ Layout (one module per idea; each lists its public names in ``__all__``):
 - ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (ch. 10; on port_check's runner)
 - ``timing``     interleaved timing and peak memory, for chapter 9 and ``benchmarks/`` (import it)
 - ``selfcheck``  verdicts for exercise answers (every chapter); ``read_answer``, the one answer reader
-- ``display``    ``Shown``: how a verdict or a report shows (✓/✗, label, message; text, Markdown, HTML)
+- ``display``    ``Shown``: how a verdict or a report shows (✓/✗, label, message; text, Markdown, HTML);
+                 ``table``: a chapter's small table of numbers (aligned text, an HTML table in a notebook)
 - ``progress``   an opt-in local record of shown verdicts, and the trainer's cohort report
 - ``exercises``  one self-check per exercise whose answer must not appear in the notebook
 - ``i18n``       ``tr``: figure labels and verdicts in the book's language, from the page catalogs
@@ -33,6 +34,7 @@ from . import attention, blockwise, exercises, i18n, metrics, modern, saturation
 from . import checks, display, fast, port_check, progress, scale_probe, timing
 from .attention import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
+from .display import table  # noqa: F401
 from .exercises import *  # noqa: F401,F403
 from .fast import *  # noqa: F401,F403
 from .i18n import language, set_language, tr, wrap  # noqa: F401
@@ -58,6 +60,7 @@ _LAZY = {
 __all__ = [
     *attention.__all__,
     *blockwise.__all__,
+    "table",
     *exercises.__all__,
     *fast.__all__,
     "language", "set_language", "tr",

@@ -36,7 +36,8 @@ from .metrics import attention_entropy
 
 __all__ = ["RetrievalBatch", "make_retrieval_batch", "AttentionRetriever", "TrainResult", "train",
            "train_seeds", "Arm", "train_grid", "unscaled_equivalent", "BatchStream", "batch_stream", "per_query_gradients", "steps_to_threshold", "label_count_baselines",
-           "gradient_path"]
+           "gradient_path", "median_steps", "median_final_loss", "stuck", "top_share", "all_tokens",
+           "score_stats", "qk_retrieval_loss"]
 
 #: Seed s's training batches come from torch.Generator().manual_seed(s + DATA_SEED_OFFSET), so that
 #: the data never shares a stream with the model's initialisation (seed s).
@@ -198,6 +199,10 @@ class TrainResult:
     def final_loss(self, last: int = 20) -> float:
         """Mean training loss over the last ``last`` steps (smooths batch noise)."""
         return float(np.mean(self.loss[-last:]))
+
+    def steps_to(self, threshold: float, window: int = 10) -> int:
+        """:func:`steps_to_threshold` of this run's loss: ``len(loss)`` if it never got there."""
+        return steps_to_threshold(self.loss, threshold, window)
 
 
 def train(d_k: int, *, scale=None, steps: int = 300, batch_size: int = 64, lr: float = 0.1,
@@ -539,6 +544,85 @@ def _per_query_gradients(model, batch):
     to_np = lambda t: t.detach().double().cpu().numpy()  # noqa: E731
     return {"grad_q": to_np(gq), "loss": to_np(loss), "entropy": attention_entropy(to_np(w)),
             "max_weight": to_np(w.max(dim=-1).values), "match_weight": to_np(w[rows, batch.index])}
+
+
+def _results(results):
+    results = list(results)
+    if not results or not all(isinstance(r, TrainResult) for r in results):
+        raise TypeError(f"results must be a non-empty sequence of TrainResult (one per seed); got {results!r}")
+    return results
+
+
+def median_steps(results, threshold: float, window: int = 10) -> float:
+    """The median over ``results`` (one :class:`TrainResult` per seed) of :meth:`TrainResult.steps_to`."""
+    return float(np.median([r.steps_to(threshold, window) for r in _results(results)]))
+
+
+def median_final_loss(results, last: int = 20) -> float:
+    """The median over ``results`` (one :class:`TrainResult` per seed) of :meth:`TrainResult.final_loss`."""
+    return float(np.median([r.final_loss(last) for r in _results(results)]))
+
+
+def stuck(stats: dict, weight: float = 0.99) -> np.ndarray:
+    """Which queries are stuck: more than ``weight`` of their attention on one key, below
+    ``1 - weight`` on the key they copy (so confidently on a wrong key). ``stats`` is what
+    :func:`per_query_gradients` returns; the result is a bool array, one entry per query."""
+    if not (isinstance(weight, (int, float)) and 0.5 < weight < 1):
+        raise ValueError(f"weight must be a number between 0.5 and 1; got {weight!r}")
+    missing = {"max_weight", "match_weight"} - set(stats)
+    if missing:
+        raise ValueError(f"stats must be what per_query_gradients returns; it has no {sorted(missing)}")
+    return (np.asarray(stats["max_weight"]) > weight) & (np.asarray(stats["match_weight"]) < 1 - weight)
+
+
+def top_share(x, fraction: float = 0.1) -> float:
+    """The share of ``x.sum()`` carried by its largest ``fraction`` of entries (x: 1-d, ≥ 0)."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 1 or x.size == 0 or (x < 0).any() or not np.isfinite(x).all():
+        raise ValueError(f"x must be a non-empty 1-d array of finite numbers >= 0; got shape {x.shape}")
+    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
+        raise ValueError(f"fraction must be in (0, 1]; got {fraction!r}")
+    n = int(len(x) * fraction)
+    if n < 1:
+        raise ValueError(f"the largest {fraction:g} of {len(x)} entries is no entry at all")
+    return float(np.sort(x)[::-1][:n].sum() / x.sum())
+
+
+def all_tokens(batch: RetrievalBatch) -> torch.Tensor:
+    """Every token of a retrieval batch, the keys and then the query: (B, S + 1, d_in)."""
+    return torch.cat([batch.keys, batch.query], dim=1)
+
+
+def _check_qk(w_q, w_k, d_in):
+    if not (isinstance(w_q, torch.Tensor) and isinstance(w_k, torch.Tensor)):
+        raise TypeError(f"w_q and w_k must be torch tensors; got {type(w_q).__name__} and {type(w_k).__name__}")
+    if w_q.ndim != 2 or w_q.shape != w_k.shape or w_q.shape[0] != d_in:
+        raise ValueError(f"w_q and w_k must both be (d_in, d_k) = ({d_in}, d_k); got {tuple(w_q.shape)} and "
+                         f"{tuple(w_k.shape)}")
+
+
+def score_stats(w_q, w_k, x) -> tuple[float, float]:
+    """How the scaled scores of tokens ``x`` (B, L, d_in) under ``w_q``, ``w_k`` (d_in, d_k) spread.
+
+    Returns ``(sd_other, mean_self)``: the standard deviation of ``q_i·k_j/√d_k`` over pairs of
+    different tokens (i ≠ j), and the mean of the self-scores ``q_i·k_i/√d_k``. Independent random
+    weights give about (1, 0); chapter 7 shows how training moves them.
+    """
+    _check_qk(w_q, w_k, x.shape[-1])
+    with torch.no_grad():
+        q, k = x @ w_q, x @ w_k                                        # (B, L, d_k)
+        s = q @ k.transpose(-1, -2) / math.sqrt(w_q.shape[1])          # (B, L, L)
+        diag = torch.eye(s.shape[-1], dtype=torch.bool, device=s.device)
+        return s[:, ~diag].std().item(), s[:, diag].mean().item()
+
+
+def qk_retrieval_loss(w_q, w_k, batch: RetrievalBatch) -> torch.Tensor:
+    """The retrieval task as attention alone: cross-entropy of the query's attention weights
+    ``softmax(q·k_j/√d_k)`` against the key it copies (``batch.index``), averaged over the batch.
+    Differentiable in ``w_q`` and ``w_k`` (d_in, d_k); chapter 7 trains only these two."""
+    _check_qk(w_q, w_k, batch.query.shape[-1])
+    s = (batch.query @ w_q) @ (batch.keys @ w_k).transpose(-1, -2)   # (B, 1, S)
+    return torch.nn.functional.cross_entropy(s[:, 0] / math.sqrt(w_q.shape[1]), batch.index)
 
 
 def steps_to_threshold(loss, threshold: float, window: int = 10) -> int:

@@ -480,3 +480,79 @@ def test_batch_stream_gives_the_same_runs_bit_for_bit():
         training.train_grid(8, [2, 0], arms, steps=8, batch_size=32, data=stream)
     with pytest.raises(TypeError, match="BatchStream"):
         training.train_grid(8, [2, 0], arms, steps=8, batch_size=16, data=[1, 2])
+
+
+def _run(loss, seed=0):
+    return training.TrainResult(d_k=4, scale=None, optimizer="sgd", seed=seed, loss=np.asarray(loss, float),
+                                accuracy=np.zeros(len(loss)), grad_q=np.zeros(len(loss)),
+                                grad_k=np.zeros(len(loss)), entropy=np.zeros(len(loss)))
+
+
+def test_median_steps_and_final_loss_over_seeds_known_values():
+    # losses that cross 1 nat (window 1) at steps 2, 4 and never (censored at len = 6)
+    runs = [_run([3, 2, 0.5, 0.5, 0.5, 0.5]), _run([3, 3, 3, 3, 0.2, 0.2]), _run([3] * 6)]
+    assert [r.steps_to(1.0, window=1) for r in runs] == [2, 4, 6]
+    assert training.median_steps(runs, 1.0, window=1) == 4.0
+    assert training.median_final_loss(runs, last=2) == 0.5      # medians of 0.5, 0.2, 3
+    with pytest.raises(TypeError, match="non-empty sequence of TrainResult"):
+        training.median_steps([], 1.0)
+    with pytest.raises(TypeError, match="non-empty sequence of TrainResult"):
+        training.median_final_loss([[1, 2]])
+
+
+def test_stuck_means_confident_on_a_wrong_key():
+    stats = {"max_weight": np.array([0.995, 0.995, 0.5, 0.999]),
+             "match_weight": np.array([0.001, 0.995, 0.001, 0.02])}
+    # 0: confident, wrong key -> stuck; 1: confident on the right key; 2: not confident; 3: 2 % on the right key
+    assert training.stuck(stats).tolist() == [True, False, False, False]
+    assert training.stuck(stats, weight=0.9).tolist() == [True, False, False, True]
+    with pytest.raises(ValueError, match="no \\['match_weight'\\]"):
+        training.stuck({"max_weight": np.ones(2)})
+    with pytest.raises(ValueError, match="between 0.5 and 1"):
+        training.stuck(stats, weight=1.0)
+
+
+def test_top_share_known_values():
+    x = np.arange(1, 21, dtype=float)                  # 1..20, total 210
+    assert training.top_share(x, 0.1) == (20 + 19) / 210
+    assert training.top_share(np.ones(50), 0.1) == 0.1
+    assert training.top_share(x, 1.0) == 1.0
+    for bad in (np.array([]), np.array([1.0, -1.0]), np.ones((2, 2))):
+        with pytest.raises(ValueError, match="non-empty 1-d array"):
+            training.top_share(bad)
+    with pytest.raises(ValueError, match="no entry at all"):
+        training.top_share(np.ones(5), 0.1)
+
+
+def test_all_tokens_are_the_keys_then_the_query():
+    b = training.make_retrieval_batch(3, n_keys=5, d_in=4, generator=torch.Generator().manual_seed(0))
+    x = training.all_tokens(b)
+    assert x.shape == (3, 6, 4)
+    assert torch.equal(x[:, :5], b.keys) and torch.equal(x[:, 5:], b.query)
+
+
+def test_score_stats_against_a_numpy_pair_by_pair_count():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 4, 3, generator=g, dtype=torch.float64)
+    w_q, w_k = torch.randn(3, 5, generator=g, dtype=torch.float64), torch.randn(3, 5, generator=g, dtype=torch.float64)
+    X, Q, K = x.numpy(), w_q.numpy(), w_k.numpy()
+    other = [X[b, i] @ Q @ K.T @ X[b, j] / math.sqrt(5) for b in range(2) for i in range(4) for j in range(4) if i != j]
+    own = [X[b, i] @ Q @ K.T @ X[b, i] / math.sqrt(5) for b in range(2) for i in range(4)]
+    sd, self_mean = training.score_stats(w_q, w_k, x)
+    assert math.isclose(sd, np.std(other, ddof=1), rel_tol=1e-12)          # torch's std is the n-1 one
+    assert math.isclose(self_mean, np.mean(own), rel_tol=1e-12)
+    with pytest.raises(ValueError, match=r"\(d_in, d_k\) = \(3, d_k\)"):
+        training.score_stats(w_q[:2], w_k[:2], x)
+
+
+def test_qk_retrieval_loss_is_minus_log_of_pytorchs_attention_weight_on_the_copied_key():
+    b = training.make_retrieval_batch(6, n_keys=7, d_in=4, generator=torch.Generator().manual_seed(2),
+                                      dtype=torch.float64)
+    g = torch.Generator().manual_seed(3)
+    w_q, w_k = torch.randn(4, 8, generator=g, dtype=torch.float64), torch.randn(4, 8, generator=g, dtype=torch.float64)
+    eye = torch.eye(7, dtype=torch.float64).expand(6, 7, 7)            # values: one-hot, so out = weights
+    weights = torch.nn.functional.scaled_dot_product_attention(b.query @ w_q, b.keys @ w_k, eye)[:, 0]
+    want = -torch.log(weights[torch.arange(6), b.index]).mean()
+    assert torch.allclose(training.qk_retrieval_loss(w_q, w_k, b), want, atol=1e-12)
+    with pytest.raises(TypeError, match="torch tensors"):
+        training.qk_retrieval_loss(w_q.numpy(), w_k, b)

@@ -25,6 +25,14 @@ JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uff01-\uff5e\u3000-\u303f]")
 WORD = r"(?<![\w.])(?!(?:inf|nan)\b)[A-Za-z]{2,}(?![\w(])"   # inf, nan: numbers
 PROSE = re.compile(WORD + r"(?:[ ,;:'’!?-]+" + WORD + r"){2,}")
 OUTPUT = re.compile(r'<div class="output (?:stream|text_plain)[^"]*">(?:(?!</div>).)*?<pre[^>]*>(.*?)</pre>', re.S)
+TABLE = re.compile(r'<table class="lib-table">(.*?)</table>', re.S)   # lib.table's HTML output
+
+
+def _table_text(inner: str) -> str:
+    """A lib.table as text: one line for the caption and one per row, cells apart by two spaces."""
+    inner = re.sub(r"</t[hd]>", "  ", inner)
+    inner = re.sub(r"</(?:tr|caption)>", "\n", inner)
+    return re.sub(r"<[^>]+>", "", inner)
 
 
 def english_lines(text: str) -> list[str]:
@@ -44,7 +52,16 @@ def test_the_detector_can_fail():
 def _outputs(page: str) -> list[str]:
     path = JA / f"{page}.html"
     assert path.is_file(), f"{path} missing: build the Japanese edition first (make book)"
-    return [html.unescape(re.sub(r"<[^>]+>", "", m)) for m in OUTPUT.findall(path.read_text(encoding="utf-8"))]
+    page_html = path.read_text(encoding="utf-8")
+    return ([html.unescape(re.sub(r"<[^>]+>", "", m)) for m in OUTPUT.findall(page_html)]
+            + [html.unescape(_table_text(m)) for m in TABLE.findall(page_html)])
+
+
+def test_tables_are_read_too():
+    import lib
+    inner = TABLE.search(lib.table([("scaled model here", 1)], ["model", "n"], title="a title in English")
+                         ._repr_html_()).group(1)
+    assert english_lines(html.unescape(_table_text(inner))) == ["a title in English", "scaled model here  1"]
 
 
 @pytest.mark.parametrize("page", PAGES)
