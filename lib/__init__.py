@@ -5,17 +5,17 @@ NumPy path: works without torch.  Torch path: pass torch tensors (CPU or CUDA).
 Layout (one module per idea; each lists its public names in ``__all__``):
 
 - ``attention``  softmax, its Jacobian, scaled dot-product attention as the formula reads, heads, masks
-                 (ch. 01, 04, 07)
-- ``fast``       ``attention_fast``: the same attention with chapter 9's speed-ups (``make bench``)
+                 (ch. 01, 04, 08)
+- ``fast``       ``attention_fast``: the same attention with chapter 10's speed-ups (``make bench``)
 - ``checks``     argument checks shared by the modules (one meaning of ``scale=``)
 - ``metrics``    entropy, Jacobian norm, random-attention statistics (ch. 05-07)
 - ``simulate``   Monte Carlo of dot products and exam scores (ch. 02, 03, 06)
 - ``saturation`` softmax saturation helpers (ch. 05)
-- ``modern``     what current models do instead of a fixed 1/√d_k (ch. 07)
-- ``blockwise``  memory-efficient attention with the online softmax, and its exp2 form (ch. 09, 10)
-- ``port_check`` ``Recipe``, ``reference_attention``, ``check_port``: a port against its checkpoint's recipe (ch. 11)
-- ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (ch. 10; on port_check's runner)
-- ``timing``     interleaved timing and peak memory, for chapter 9 and ``benchmarks/`` (import it)
+- ``modern``     what current models do instead of a fixed 1/√d_k (ch. 08)
+- ``blockwise``  memory-efficient attention with the online softmax, and its exp2 form (ch. 10, 11)
+- ``port_check`` ``Recipe``, ``reference_attention``, ``check_port``: a port against its checkpoint's recipe (ch. 12)
+- ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (ch. 11; on port_check's runner)
+- ``timing``     interleaved timing and peak memory, for chapter 10 and ``benchmarks/`` (import it)
 - ``selfcheck``  verdicts for exercise answers (every chapter); ``read_answer``, the one answer reader
 - ``display``    ``Shown``: how a verdict or a report shows (✓/✗, label, message; text, Markdown, HTML);
                  ``table``: a chapter's small table of numbers (aligned text, an HTML table in a notebook)

@@ -574,6 +574,85 @@ __all__ += ["check_steps_to_threshold"]
 
 # --- chapter 7 -----------------------------------------------------------------------------------
 
+def _sweep_results(results):
+    """The exercise's sweep: {(scale, lr): [results, one per seed]} with scaled (None) and unscaled (1.0)."""
+    if not isinstance(results, dict) or not results:
+        raise TypeError(f"self-check set-up: results must be a dict {{(scale, lr): [TrainResult, ...]}}; "
+                        f"got {type(results).__name__}")
+    for key, runs in results.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and key[0] in (None, 1.0)):
+            raise ValueError(f"self-check set-up: results' keys must be (scale, lr) with scale None or 1.0; "
+                             f"got {key!r}")
+        if not runs or not all(hasattr(r, "steps_to") for r in runs):
+            raise TypeError(f"self-check set-up: results[{key!r}] must be a list of training results")
+    if {s for s, _ in results} != {None, 1.0}:
+        raise ValueError("self-check set-up: results must hold both the scaled (None) and unscaled (1.0) runs")
+    return results
+
+
+def _median_steps(runs, threshold):
+    return float(np.median([r.steps_to(threshold) for r in runs]))
+
+
+def _best_ratio(results, threshold):
+    """Unscaled over scaled median steps to ``threshold``, each model at its own fastest rate."""
+    best = {}
+    for scale in (None, 1.0):
+        rates = sorted(lr for s, lr in results if s == scale)
+        best[scale] = min(rates, key=lambda lr: _median_steps(results[scale, lr], threshold))
+    return (_median_steps(results[1.0, best[1.0]], threshold)
+            / _median_steps(results[None, best[None]], threshold))
+
+
+def check_best_against_best(answer, results, threshold=1.0) -> Verdict:
+    """Exercise 7.1: unscaled over scaled median steps to ``threshold``, each model at its fastest rate.
+
+    ``results`` maps ``(scale, lr)`` to one training result per seed (``scale`` ``None``: scaled, ``1.0``:
+    unscaled), as chapter 7's sweeps do; a result's ``steps_to(threshold)`` is its steps to a loss below
+    ``threshold``. Recognised mistakes: ``inverted`` (scaled over unscaled), ``shared_rate`` (both models
+    at one rate they share), ``threshold_one`` (steps to 1 nat, the threshold the page prints),
+    ``wrong_shape``, ``wrong_value``. Never raises on the answer.
+    """
+    results = _sweep_results(results)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating, np.integer)) \
+            or not np.isfinite(threshold) or threshold <= 0:
+        raise TypeError(f"self-check set-up: threshold must be a positive finite number; got {threshold!r}")
+    expected = _best_ratio(results, threshold)
+    name = tr("best-against-best ratio")
+    a, bad = read_answer(answer, name, finite=True)
+    if bad is not None:
+        return bad
+    if a.shape != ():
+        return Verdict(False, tr("{name}: expected a single number; got something of shape {shape}.",
+                                 name=name, shape=a.shape), "wrong_shape")
+    value = float(a)
+
+    def near(x):
+        return bool(np.isclose(value, x, rtol=1e-6, atol=0.0))
+    if near(expected):
+        return Verdict(True, tr("{name}: {v:.2f}, right: each model at its own fastest rate.", name=name, v=value))
+    if near(1.0 / expected):
+        return Verdict(False, tr("{name}: that is scaled over unscaled; divide the unscaled model's steps by the "
+                                 "scaled model's.", name=name), "inverted")
+    shared = sorted({lr for s, lr in results if s is None} & {lr for s, lr in results if s == 1.0})
+    for lr in shared:
+        at_lr = _median_steps(results[1.0, lr], threshold) / _median_steps(results[None, lr], threshold)
+        if near(at_lr) and not near(expected):
+            return Verdict(False, tr("{name}: that compares both models at the one rate {lr:g}; find each "
+                                     "model's own fastest rate first.", name=name, lr=lr), "shared_rate")
+    if threshold != 1.0 and near(_best_ratio(results, 1.0)):
+        return Verdict(False, tr("{name}: that is the ratio for 1 nat, the one the page prints; time the "
+                                 "steps to {t:g} nats instead.", name=name, t=float(threshold)), "threshold_one")
+    return Verdict(False, tr("{name}: not yet. For each model, take the rate with the fewest median steps to "
+                             "{t:g} nats; then divide the unscaled model's median by the scaled model's.",
+                             name=name, t=float(threshold)), "wrong_value")
+
+
+__all__ += ["check_best_against_best"]
+
+
+# --- chapter 8 -----------------------------------------------------------------------------------
+
 #: Tolerances of :func:`check_correlated_score_moments`: answers rounded to three decimals pass.
 _MOMENT_RTOL, _MOMENT_ATOL = 1e-3, 6e-4
 
@@ -588,7 +667,7 @@ def _positive_finite(name, value):
 
 def check_correlated_score_moments(answer, d_k, rho, *, sigma_q=1.0, sigma_k=1.0, scaled=True,
                                    name: str | None = None) -> Verdict:
-    """Check ``[mean, variance]`` of the score ``q·k/√d_k`` (``scaled=False``: of ``q·k``) (chapter 7).
+    """Check ``[mean, variance]`` of the score ``q·k/√d_k`` (``scaled=False``: of ``q·k``) (chapter 8).
 
     The inputs are the exercise's: ``d_k`` components, each pair (q_i, k_i) jointly normal with mean 0,
     standard deviations ``sigma_q``, ``sigma_k`` and correlation ``rho``, the pairs independent. The
@@ -706,13 +785,13 @@ def check_correlated_score_moments(answer, d_k, rho, *, sigma_q=1.0, sigma_k=1.0
 __all__ += ["check_correlated_score_moments"]
 
 
-# --- chapter 8 -----------------------------------------------------------------------------------
+# --- chapter 9 -----------------------------------------------------------------------------------
 
 __all__ += ["check_mha_params"]
 
 
 def check_mha_params(answer, d_model, num_heads, *, bias: bool = True, name: str | None = None) -> Verdict:
-    """Exercise 8.2: the number of parameters of ``lib.MultiHeadAttention(d_model, num_heads)``.
+    """Exercise 9.2: the number of parameters of ``lib.MultiHeadAttention(d_model, num_heads)``.
 
     The expected count, 4·d_model² (+ 4·d_model with ``bias``), is computed here from the exercise's
     inputs, so no notebook cell holds it.  Recognised mistakes (``Verdict.mistake``): ``"no_biases"``
@@ -766,7 +845,7 @@ def check_mha_params(answer, d_model, num_heads, *, bias: bool = True, name: str
                                                   "matrices and their biases; h does not appear."))))
 
 
-# --- chapter 9 -----------------------------------------------------------------------------------
+# --- chapter 10 -----------------------------------------------------------------------------------
 __all__ += ["check_logsumexp"]
 
 
@@ -783,7 +862,7 @@ def _row_of_numbers(x, what):
 
 
 def check_logsumexp(answer, x, *, block: int = 3) -> Verdict:
-    """Exercise 9.4: ``answer`` should be ln Σ_j e^{x_j}, found with the online softmax in blocks.
+    """Exercise 10.4: ``answer`` should be ln Σ_j e^{x_j}, found with the online softmax in blocks.
 
     The expected value is computed here from ``x`` (two passes, shifted by the maximum). Recognises
     the usual slip of the online version, forgetting to rescale the old sum by e^{m_old - m_new}
@@ -828,7 +907,7 @@ def _float_or_nan(answer):
         return float("nan")
 
 
-# --- chapter 10 ----------------------------------------------------------------------------------
+# --- chapter 11 ----------------------------------------------------------------------------------
 __all__ += ["check_attention_function"]
 
 

@@ -273,7 +273,7 @@ class Arm:
     ``Arm(lr)`` is the plain model.  With the factors of :func:`unscaled_equivalent`, the scaled
     model (scale 1/√d_k) computes and learns what the unscaled one does, written in the scaled
     model's coordinates; each factor alone is one of the two things removing the scale changes
-    (chapter 6's decomposition, Exercise 6.4's algebra).
+    (chapter 7's decomposition, Exercise 7.3's algebra).
     """
 
     lr: float
@@ -383,7 +383,7 @@ def train_grid(d_k: int, seeds, arms, *, steps: int = 300, batch_size: int = 64,
     parameter group per arm).  Nothing mixes the models, so every record equals what
     ``train_grid(d_k, [seed], [arm], ...)`` gives alone, bit for bit (tested), and
     ``train_seeds`` is the grid of one arm.  Returns ``results[i][j]`` for ``arms[i]`` and
-    ``seeds[j]``.  Chapter 6 runs its learning-rate sweeps and its decomposition with it.
+    ``seeds[j]``.  Chapter 6 trains its models with it, chapter 7 its learning-rate sweeps and its decomposition.
     """
     d_k = positive_int("d_k", d_k)
     steps = positive_int("steps", steps)
@@ -606,7 +606,7 @@ def score_stats(w_q, w_k, x) -> tuple[float, float]:
 
     Returns ``(sd_other, mean_self)``: the standard deviation of ``q_i·k_j/√d_k`` over pairs of
     different tokens (i ≠ j), and the mean of the self-scores ``q_i·k_i/√d_k``. Independent random
-    weights give about (1, 0); chapter 7 shows how training moves them.
+    weights give about (1, 0); chapter 8 shows how training moves them.
     """
     _check_qk(w_q, w_k, x.shape[-1])
     with torch.no_grad():
@@ -619,7 +619,7 @@ def score_stats(w_q, w_k, x) -> tuple[float, float]:
 def qk_retrieval_loss(w_q, w_k, batch: RetrievalBatch) -> torch.Tensor:
     """The retrieval task as attention alone: cross-entropy of the query's attention weights
     ``softmax(q·k_j/√d_k)`` against the key it copies (``batch.index``), averaged over the batch.
-    Differentiable in ``w_q`` and ``w_k`` (d_in, d_k); chapter 7 trains only these two."""
+    Differentiable in ``w_q`` and ``w_k`` (d_in, d_k); chapter 8 trains only these two."""
     _check_qk(w_q, w_k, batch.query.shape[-1])
     s = (batch.query @ w_q) @ (batch.keys @ w_k).transpose(-1, -2)   # (B, 1, S)
     return torch.nn.functional.cross_entropy(s[:, 0] / math.sqrt(w_q.shape[1]), batch.index)

@@ -338,6 +338,47 @@ def test_steps_to_threshold_check_rejects_bad_inputs(loss, kw):
 
 # --- chapter 7 -----------------------------------------------------------------------------------
 
+class _Run:
+    """A stand-in for a training result: steps to a loss below 1 nat and below 0.3 nats."""
+
+    def __init__(self, to1, to03):
+        self._steps = {1.0: to1, 0.3: to03}
+
+    def steps_to(self, threshold):
+        return self._steps[threshold]
+
+
+def _sweep():
+    # medians to 0.3 nats: scaled 80 (lr 0.01), 40 (0.03); unscaled 150 (0.003), 200 (0.01)
+    # medians to 1 nat:    scaled 30, 20;               unscaled 60, 90
+    return {(None, 0.01): [_Run(30, 80)] * 3, (None, 0.03): [_Run(19, 39), _Run(20, 40), _Run(25, 41)],
+            (1.0, 0.003): [_Run(60, 150)] * 3, (1.0, 0.01): [_Run(90, 200)] * 3}
+
+
+def test_best_against_best_check_known_values():
+    res = _sweep()
+    # each at its own fastest rate: unscaled 150 (at 0.003) / scaled 40 (at 0.03) = 3.75
+    assert lib.check_best_against_best(3.75, res, threshold=0.3).ok
+    assert lib.check_best_against_best(np.float64(3.75), res, threshold=0.3).ok
+    assert lib.check_best_against_best(60 / 20, res).ok                 # 1 nat: 60 / 20 = 3
+    cases = {"inverted": 40 / 150, "shared_rate": 200 / 80, "threshold_one": 3.0, "wrong_value": 4.0,
+             "wrong_shape": [3.75, 1.0], "missing": None}
+    for mistake, answer in cases.items():
+        v = lib.check_best_against_best(answer, res, threshold=0.3)
+        assert not v.ok and v.mistake == mistake, (mistake, v)
+
+
+@pytest.mark.parametrize("results, kw", [([], {}), ({}, {}), ({(None, 0.1): [_Run(1, 1)]}, {}),
+                                         ({("s", 0.1): [_Run(1, 1)], (1.0, 0.1): [_Run(1, 1)]}, {}),
+                                         ({(None, 0.1): [1], (1.0, 0.1): [_Run(1, 1)]}, {}),
+                                         (_sweep(), {"threshold": 0}), (_sweep(), {"threshold": "1"})])
+def test_best_against_best_check_rejects_bad_inputs(results, kw):
+    with pytest.raises((ValueError, TypeError)):
+        lib.check_best_against_best(1.0, results, **kw)
+
+
+# --- chapter 8 -----------------------------------------------------------------------------------
+
 def _moments_by_quadrature(d_k, rho, sq, sk):
     """Raw E[q·k] and Var(q·k) by Gauss-Hermite quadrature over one correlated normal pair (no Isserlis)."""
     from numpy.polynomial.hermite_e import hermegauss
@@ -376,7 +417,7 @@ def test_correlated_moments_agree_with_a_simulation():
     assert abs(z.var() / (var / d_k) - 1) < 0.03
 
 
-# The exercise of chapter 7: d_k = 256, ρ = 0.1, unit standard deviations: right [1.6, 1.01].
+# The exercise of chapter 8: d_k = 256, ρ = 0.1, unit standard deviations: right [1.6, 1.01].
 _EX = dict(d_k=256, rho=0.1)
 
 
@@ -431,7 +472,7 @@ def test_correlated_moments_bad_inputs_raise(kwargs, exc):
 
 
 
-# --- chapter 8 -----------------------------------------------------------------------------------
+# --- chapter 9 -----------------------------------------------------------------------------------
 
 def _torch_count(d_model, h, bias=True):
     """Independent count: PyTorch's own multi-head layer and lib's, parameter by parameter."""
@@ -489,7 +530,7 @@ def test_mha_params_bad_inputs_raise_named_errors():
 
 
 
-# --- chapter 9 -----------------------------------------------------------------------------------
+# --- chapter 10 -----------------------------------------------------------------------------------
 import json  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
@@ -564,8 +605,8 @@ def test_check_logsumexp_bad_inputs_raise():
 
 
 def test_chapter9_hand_solutions_state_the_right_numbers():
-    # Exercise 9.1: 16 heads, d_k = 128, L = S = 8192, bfloat16
-    text = _solution_text("09_speed.ipynb", "ex-09-cost")
+    # Exercise 10.1: 16 heads, d_k = 128, L = S = 8192, bfloat16
+    text = _solution_text("10_speed.ipynb", "ex-10-cost")
     import torch
 
     scores = torch.empty(16, 8192, 8192, dtype=torch.bfloat16, device="meta")  # no memory is used
@@ -574,14 +615,14 @@ def test_chapter9_hand_solutions_state_the_right_numbers():
     gflop = 16 * 4 * 8192 * 8192 * 128 / 1e9
     assert "about 550 GFLOP" in text and abs(gflop - 550) < 1
     assert f"{gflop * 1e9:.1e}".startswith("5.5e+11") and "5.5 \\times 10^{11}" in text
-    # Exercise 9.2: the online step from (1, 0) to (3)
-    text = _solution_text("09_speed.ipynb", "ex-09-hand")
+    # Exercise 10.2: the online step from (1, 0) to (3)
+    text = _solution_text("10_speed.ipynb", "ex-10-hand")
     assert f"{math.exp(-2):.3f}" in text  # the rescaling factor 0.135
     new_l = math.exp(-2) * (1 + math.exp(-1)) + 1
     assert f"{new_l:.3f}" in text and abs(new_l - sum(math.exp(s - 3) for s in (1, 0, 3))) < 1e-12
 
 
-# --- chapter 10 ----------------------------------------------------------------------------------
+# --- chapter 11 ----------------------------------------------------------------------------------
 def _softmax_rows(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -633,8 +674,8 @@ def test_check_attention_function_with_a_custom_rule_and_torch():
 
 
 def test_chapter10_hand_solutions_state_the_right_numbers():
-    # Exercise 10.1: q pre-scaled by head_dim ** -0.5 and SDPA's default on top, head_dim = 128
-    text = _solution_text("10_real_code.ipynb", "ex-10-double")
+    # Exercise 11.1: q pre-scaled by head_dim ** -0.5 and SDPA's default on top, head_dim = 128
+    text = _solution_text("11_real_code.ipynb", "ex-11-double")
     import torch
     import torch.nn.functional as F
 
@@ -643,14 +684,14 @@ def test_chapter10_hand_solutions_state_the_right_numbers():
     twice = F.scaled_dot_product_attention(q * 128 ** -0.5, k, v)    # the exercise's bug, measured
     assert torch.allclose(twice, F.scaled_dot_product_attention(q, k, v, scale=1 / 128))
     assert "$1/128$" in text and "scale=1.0" in text
-    # Exercise 10.2: 8/d_k against 1/sqrt(d_k)
-    text = _solution_text("10_real_code.ipynb", "ex-10-mup")
+    # Exercise 11.2: 8/d_k against 1/sqrt(d_k)
+    text = _solution_text("11_real_code.ipynb", "ex-11-mup")
     assert lib.mup_scale(64) == pytest.approx(1 / math.sqrt(64))      # lib's muP scale, 8/d_k
     assert "8/64 = 1/8 = 1/\\sqrt{64}" in text
     assert f"{lib.mup_scale(128):.4f}" in text and f"{1 / math.sqrt(128):.4f}" in text
     assert (1 / math.sqrt(128)) / (8 / 128) == pytest.approx(math.sqrt(2)) and "\\sqrt 2" in text
-    # Exercise 10.3: float16 overflow of q·k = d_k r² at d_k = 64, raw and with q pre-scaled
-    text = _solution_text("10_real_code.ipynb", "ex-10-f16")
+    # Exercise 11.3: float16 overflow of q·k = d_k r² at d_k = 64, raw and with q pre-scaled
+    text = _solution_text("11_real_code.ipynb", "ex-11-f16")
     f16_max = float(np.finfo(np.float16).max)
     r_raw, r_pre = math.sqrt(f16_max / 64), math.sqrt(f16_max / 8)
     assert f"{f16_max / 64:.1f}" in text and f"{r_raw:.1f}" in text

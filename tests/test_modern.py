@@ -1,4 +1,4 @@
-"""lib.modern against PyTorch and exact math (chapter 7)."""
+"""lib.modern against PyTorch and exact math (chapter 8)."""
 import math
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""lib.saturation against PyTorch autograd and exact values (chapter 05)."""
+"""lib.saturation against PyTorch autograd and exact values (chapter 5)."""
 import math
 
 import numpy as np

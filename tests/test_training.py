@@ -1,4 +1,4 @@
-"""lib.training: the retrieval task, the model (against PyTorch's attention), the loop (chapter 06)."""
+"""lib.training: the retrieval task, the model (against PyTorch's attention), the loop (chapter 6)."""
 import math
 
 import numpy as np
@@ -67,7 +67,7 @@ def test_model_attention_equals_pytorch(scale, d_k):
 
 
 def test_model_init_gives_unit_variance_q_and_k():
-    """Chapter 03's assumption: components of q and k have variance about 1."""
+    """Chapter 3's assumption: components of q and k have variance about 1."""
     m = training.AttentionRetriever(64, 256, 8, generator=torch.Generator().manual_seed(0))
     b = batch(2, batch_size=256, d_in=64, noise=0.0)
     with torch.no_grad():

@@ -318,7 +318,7 @@ def run_notebook(server, path):
 
 
 def test_a_learner_notebook_runs_through_each_users_server_and_memory_is_measured(servers):
-    for name, nb in (("sdpacourse-a", "01_formula.ipynb"), ("sdpacourse-b", "07_caveats.ipynb")):
+    for name, nb in (("sdpacourse-a", "01_formula.ipynb"), ("sdpacourse-b", "08_caveats.ipynb")):
         uid = pwd.getpwnam(name).pw_uid
         peak, stop = [_user_rss(uid)], threading.Event()
 
