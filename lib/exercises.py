@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import positive_int
 from .i18n import tr
 from .selfcheck import Verdict, check_array, check_number, read_answer
 
@@ -113,9 +114,7 @@ def check_rescaled_totals(answer, totals, n_subjects) -> Verdict:
     other single divisor, e.g. 10·√n), ``wrong_shape``, ``wrong_value``. Never raises on the answer.
     """
     t = _input_array(totals, "totals", 1)
-    if isinstance(n_subjects, bool) or not isinstance(n_subjects, (int, np.integer)) or n_subjects < 1:
-        raise ValueError(f"self-check set-up: n_subjects must be a positive int; got {n_subjects!r}")
-    n = int(n_subjects)
+    n = positive_int("self-check set-up: n_subjects", n_subjects)
     name = tr("rescaled totals")
     a, bad = read_answer(answer, name)
     if bad is not None:
@@ -190,10 +189,8 @@ def check_scaled_variance(scores, d_k, n, seed) -> Verdict:
     """
     from .simulate import variance_standard_error
 
-    for what, x, low in (("d_k", d_k, 1), ("n", n, 2), ("seed", seed, 0)):
-        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < low:
-            raise ValueError(f"self-check set-up: {what} must be an int >= {low}; got {x!r}")
-    d_k, n = int(d_k), int(n)
+    d_k, n, seed = (positive_int(f"self-check set-up: {what}", x, minimum=low)
+                    for what, x, low in (("d_k", d_k, 1), ("n", n, 2), ("seed", seed, 0)))
     name = tr("your scaled scores")
     a, bad = read_answer(scores, name)
     if bad is not None:
@@ -397,9 +394,8 @@ def check_sd_growth(raw_growth, scaled_growth, d_from, d_to) -> Verdict:
     scaled (1) scores of unit-variance vectors grows from ``d_from`` to ``d_to`` components.
     Recognised mistakes: ``variance_ratio`` (d_to/d_from: the variance, not the standard deviation),
     ``scaled_grows``, ``wrong_value``."""
-    for what, x in (("d_from", d_from), ("d_to", d_to)):
-        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
-            raise ValueError(f"self-check set-up: {what} must be a positive int; got {x!r}")
+    d_from, d_to = (positive_int(f"self-check set-up: {what}", x)
+                    for what, x in (("d_from", d_from), ("d_to", d_to)))
     want = float(np.sqrt(d_to / d_from))
     name = tr("growth factors")
     got, bad = _pair(raw_growth, scaled_growth, name)
@@ -425,9 +421,8 @@ def check_weight_over_dk(weight, n_keys, d_k) -> Verdict:
     ``d_k`` are divided by d_k (standard deviation 1/√d_k): nearly uniform, about 1/n_keys.
     Passes within 0.2/n_keys of 1/n_keys. Recognised mistakes: ``one_hot`` (near 1 or 0: what
     unscaled scores do), ``wrong_value``."""
-    for what, x in (("n_keys", n_keys), ("d_k", d_k)):
-        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 2:
-            raise ValueError(f"self-check set-up: {what} must be an int >= 2; got {x!r}")
+    n_keys, d_k = (positive_int(f"self-check set-up: {what}", x, minimum=2)
+                   for what, x in (("n_keys", n_keys), ("d_k", d_k)))
     name = tr("weight")
     a, bad = read_answer(weight, name)
     if bad is not None:
@@ -687,10 +682,7 @@ def check_correlated_score_moments(answer, d_k, rho, *, sigma_q=1.0, sigma_k=1.0
     Never raises on ``answer``; raises ``TypeError``/``ValueError`` naming the fault when ``d_k``,
     ``rho``, ``sigma_q`` or ``sigma_k`` are not valid inputs.
     """
-    if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)):
-        raise TypeError(f"self-check set-up: d_k must be an int; got {type(d_k).__name__}")
-    if d_k < 1:
-        raise ValueError(f"self-check set-up: d_k must be at least 1; got {d_k}")
+    d_k = positive_int("self-check set-up: d_k", d_k)
     if isinstance(rho, bool) or not isinstance(rho, (int, float, np.integer, np.floating)):
         raise TypeError(f"self-check set-up: rho must be a number; got {type(rho).__name__}")
     if not (np.isfinite(rho) and -1.0 <= rho <= 1.0):
@@ -799,11 +791,8 @@ def check_mha_params(answer, d_model, num_heads, *, bias: bool = True, name: str
     (matrices of one head, d_model × d_k), ``"extra_biases"`` (biases counted where ``bias=False``).
     Never raises on the answer; raises ``ValueError``/``TypeError`` on bad inputs.
     """
-    for what, v in (("d_model", d_model), ("num_heads", num_heads)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"check_mha_params: {what} must be an int; got {type(v).__name__}")
-        if v < 1:
-            raise ValueError(f"check_mha_params: {what} must be positive; got {v}")
+    d_model, num_heads = (positive_int(f"check_mha_params: {what}", v)
+                          for what, v in (("d_model", d_model), ("num_heads", num_heads)))
     if d_model % num_heads:
         raise ValueError(f"check_mha_params: d_model = {d_model} is not divisible by num_heads = {num_heads}")
     if not isinstance(bias, bool):
@@ -869,8 +858,7 @@ def check_logsumexp(answer, x, *, block: int = 3) -> Verdict:
     when a block raises the maximum, and the answer m alone (the log of the sum left out).
     """
     x = _row_of_numbers(x, "x")
-    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
-        raise ValueError(f"self-check set-up: block must be a positive int; got {block!r}")
+    block = positive_int("self-check set-up: block", block)
     m = float(x.max())
     expected = m + float(np.log(np.exp(x - m).sum()))
     name = tr("log-sum-exp")

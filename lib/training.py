@@ -35,7 +35,8 @@ from .checks import positive_int
 from .metrics import attention_entropy
 
 __all__ = ["RetrievalBatch", "make_retrieval_batch", "AttentionRetriever", "TrainResult", "train",
-           "train_seeds", "Arm", "train_grid", "unscaled_equivalent", "BatchStream", "batch_stream", "per_query_gradients", "steps_to_threshold", "label_count_baselines",
+           "train_seeds", "Arm", "train_grid", "unscaled_equivalent", "BatchStream", "batch_stream",
+           "per_query_gradients", "steps_to_threshold", "label_count_baselines",
            "gradient_path", "median_steps", "median_final_loss", "stuck", "top_share", "all_tokens",
            "score_stats", "qk_retrieval_loss"]
 

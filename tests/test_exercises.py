@@ -102,7 +102,7 @@ def test_ch02_rescaled_totals():
         assert not v.ok and v.mistake == code, (code, v)
     with pytest.raises(ValueError, match="n_subjects"):
         lib.check_rescaled_totals(right, t, 0)
-    with pytest.raises(ValueError, match="n_subjects"):
+    with pytest.raises(TypeError, match="n_subjects must be an int"):   # a float is the wrong kind
         lib.check_rescaled_totals(right, t, 2.5)
     with pytest.raises(ValueError, match="axes"):
         lib.check_rescaled_totals(right, t.reshape(20, 25), 30)
@@ -153,8 +153,10 @@ def test_ch03_scaled_variance_cannot_be_passed_without_simulating():
         lib.check_scaled_variance(np.ones(100), 0, 100, seed=0)
     with pytest.raises(ValueError, match="n must"):
         lib.check_scaled_variance(np.ones(1), 8, 1, seed=0)
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(TypeError, match="seed must be an int"):          # None is the wrong kind
         lib.check_scaled_variance(np.ones(100), 8, 100, seed=None)
+    with pytest.raises(ValueError, match="seed must be an int >= 0"):
+        lib.check_scaled_variance(np.ones(100), 8, 100, seed=-1)
 
 
 def test_ch03_scaled_variance_band_is_three_standard_errors():
@@ -523,7 +525,7 @@ def test_mha_params_bad_inputs_raise_named_errors():
         lib.check_mha_params(1, 768, 10)
     with pytest.raises(TypeError, match="d_model must be an int"):
         lib.check_mha_params(1, 768.0, 12)
-    with pytest.raises(ValueError, match="num_heads must be positive"):
+    with pytest.raises(ValueError, match="num_heads must be a positive int"):
         lib.check_mha_params(1, 768, 0)
     with pytest.raises(TypeError, match="bias must be True or False"):
         lib.check_mha_params(1, 768, 12, bias=1)
