@@ -14,7 +14,7 @@ import numpy as np
 
 from .checks import positive_int
 from .i18n import tr
-from .selfcheck import Verdict, check_array, check_number, read_answer
+from .selfcheck import Verdict, check_array, check_number, read_answer, read_scalar
 
 __all__: list[str] = []
 
@@ -536,13 +536,9 @@ def check_steps_to_threshold(answer, loss, threshold=1.0, window=10) -> Verdict:
 
     expected = first(x, window)
     name = tr("steps to loss < {t:g}", t=float(threshold))
-    a, bad = read_answer(answer, name, finite=True)
+    value, bad = read_scalar(answer, name, integer=True)
     if bad is not None:
         return bad
-    if a.shape != ():
-        return Verdict(False, tr("{name}: expected a single integer; got something of shape {shape}.",
-                                 name=name, shape=a.shape), "wrong_shape")
-    value = float(a)
     if value != round(value):
         return Verdict(False, tr("{name}: a step number is a whole number; got {v:g}.", name=name, v=value),
                        "not_integer")
@@ -614,13 +610,9 @@ def check_best_against_best(answer, results, threshold=1.0) -> Verdict:
         raise TypeError(f"self-check set-up: threshold must be a positive finite number; got {threshold!r}")
     expected = _best_ratio(results, threshold)
     name = tr("best-against-best ratio")
-    a, bad = read_answer(answer, name, finite=True)
+    value, bad = read_scalar(answer, name)
     if bad is not None:
         return bad
-    if a.shape != ():
-        return Verdict(False, tr("{name}: expected a single number; got something of shape {shape}.",
-                                 name=name, shape=a.shape), "wrong_shape")
-    value = float(a)
 
     def near(x):
         return bool(np.isclose(value, x, rtol=1e-6, atol=0.0))

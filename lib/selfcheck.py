@@ -304,6 +304,21 @@ def read_answer(answer, name, *, finite=False):
     return a, None
 
 
+def read_scalar(answer, name, *, integer=False):
+    """:func:`read_answer` for an answer that is one finite number: ``(float, None)``, else ``(None,
+    Verdict)``; the verdict for an array names its shape (``wrong_shape``). ``integer=True`` words it
+    for a whole number (a step, a count); whether the number is whole is the caller's check."""
+    a, bad = read_answer(answer, name, finite=True)
+    if bad is not None:
+        return None, bad
+    if a.shape != ():
+        message = (tr("{name}: expected a single integer; got something of shape {shape}.", name=name, shape=a.shape)
+                   if integer else
+                   tr("{name}: expected a single number; got something of shape {shape}.", name=name, shape=a.shape))
+        return None, Verdict(False, message, "wrong_shape")
+    return float(a), None
+
+
 
 def _reference(x, what):
     """The chapter's own inputs (not the learner's): must be real numbers, else ValueError."""
