@@ -417,7 +417,7 @@ def test_train_grid_matches_a_plain_pytorch_loop(optimizer):
 
 @pytest.mark.parametrize("optimizer, lr", [("adam", 0.01), ("sgd", 0.1)])
 def test_unscaled_equivalent_trains_like_the_unscaled_model(optimizer, lr):
-    """Exercise 6.4's algebra: the scaled model with both factors learns what the unscaled one does.
+    """Exercise 7.3's algebra: the scaled model with both factors learns what the unscaled one does.
 
     To float tolerance (Adam's ε and rounding differ between the two coordinates); each factor alone
     gives a different run, so the check can fail.

@@ -251,17 +251,19 @@ class Writer:
         return "\n\n".join(s for s in (anchors + "\n" + "\n\n".join(images), text) if s.strip())
 
     def title_of(self, node, figtype) -> str:
-        """'Exercise 2.1 (Shapes)' / '演習 2.1 (行列の形)', as the HTML page numbers it."""
+        """'Exercise 2.1 (Shapes)' / '演習 2.1（行列の形）', as the HTML page numbers and brackets it."""
         title = node.children[0]
         num = self.number(figtype, node)
         sub = ""
         for child in title.children:
             if isinstance(child, nodes.subtitle):
                 sub = self.inlines(child)
+        rest = "".join(self.inline(c) for c in title.children[1:])
+        wide = "（" in rest or "）" in rest   # the Japanese edition's full-width brackets (tools/upstream.py)
         if not sub and len(title.children) > 1:
-            sub = "".join(self.inline(c) for c in title.children[1:]).strip(" ()")
+            sub = rest.strip(" ()（）")
         head = self.fmt(figtype, num) if num else title.children[0].astext()
-        return head + (f" ({sub})" if sub else "")
+        return head + ((f"（{sub}）" if wide else f" ({sub})") if sub else "")
 
     def exercise(self, node) -> str:
         anchors = "".join(f'<a id="{i}"></a>' for i in node.get("ids", []))

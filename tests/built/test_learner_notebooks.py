@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import html
 import re
 from pathlib import Path
 
@@ -143,6 +144,18 @@ def test_the_self_check_rule_can_fail():
     assert not _self_check_args_ok(ast.parse("lib.check_array(x, totals / math.sqrt(30))").body[0].value)
     assert not _self_check_args_ok(ast.parse("lib.check_number(x, lib.softmax(z)[0])").body[0].value)
     assert _self_check_args_ok(ast.parse("lib.check_rescaled_totals(x, totals, n_subjects=30)").body[0].value)
+
+
+@pytest.mark.parametrize("lang,chapter", CASES)
+def test_exercise_titles_as_on_the_page(lang, chapter):
+    """Every exercise title the page shows ("演習 1.1（行列の形）", "Exercise 1.1 (Shapes)") is in the
+    learner notebook as written, brackets included: the Japanese page's are full-width."""
+    page = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", " ".join(re.findall(
+        r'<p class="admonition-title">(<span class="caption-number">.*?)</p>', _html(lang, chapter), re.S)))))
+    want = re.findall(r"(?:演習|Exercise) \d+\.\d+\s?[（(][^（）()]*[)）]", page)
+    text = "\n".join(_md(_nb(lang, "learner", chapter))).replace("\\_", "_")
+    missing = [t for t in want if f"**{t}**" not in text]
+    assert want and not missing, f"{lang}/{chapter}: exercise titles not as on the page: {missing[:3]}"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
