@@ -23,7 +23,8 @@ Layout (one module per idea; each lists its public names in ``__all__``):
 - ``exercises``  one self-check per exercise whose answer must not appear in the notebook
 - ``i18n``       ``tr``: figure labels and verdicts in the book's language, from the page catalogs
 - ``plotting``   the book's figure style (import it explicitly: ``from lib import plotting``)
-- ``mha``, ``device``, ``training``: need torch; loaded on first use.
+- ``mha``, ``device``, ``training``, ``block``: need torch; loaded on first use (``block``: a small
+                 standard two-layer model on ``training``'s task, ch. 09).
 
 Modules imported here must not import torch or matplotlib at module level, so
 that ``import lib`` works where torch is not installed (tests/test_no_torch.py).

@@ -417,6 +417,34 @@ _NAMES = ("W_Q", "W_K", "E", "W_O", "b_O")
 _FUSED = {"foreach": True}
 
 
+def _stack_arms(base: dict, arms, qk_names) -> tuple[list, list, list]:
+    """Stack every (arm, seed) model's parameters into one leaf tensor per "lr group" and name.
+
+    ``base[name]`` is (n_seeds, ...), the seeds' initial values.  Arms that share their two learning
+    rates (``lr · qk_lr`` for the parameters named in ``qk_names``, ``lr`` for the rest) form one group, so
+    that PyTorch's optimiser gives each group its rates through its parameter groups, with few tensors to
+    loop over.  Returns ``P`` (one dict of leaves per group, each leaf (members · n_seeds, ...); the
+    ``qk_names`` entries times the arm's ``qk_init``), the optimiser's parameter groups, and ``order``:
+    the arms in the models' order.
+    """
+    lr_groups = {}                                             # (lr of the qk_names; lr of the rest) -> arms
+    for a, arm in enumerate(arms):
+        lr_groups.setdefault((arm.lr * arm.qk_lr, arm.lr), []).append(a)
+    order = [a for members in lr_groups.values() for a in members]
+    P, groups = [], []
+    for (lr_qk, lr_rest), members in lr_groups.items():
+        p = {}
+        for name in base:
+            parts = [base[name] * arms[a].qk_init if name in qk_names and arms[a].qk_init != 1.0
+                     else base[name] for a in members]
+            p[name] = torch.cat(parts).clone().requires_grad_()
+        P.append(p)
+        if qk_names:
+            groups.append({"params": [p[name] for name in base if name in qk_names], "lr": lr_qk})
+        groups.append({"params": [p[name] for name in base if name not in qk_names], "lr": lr_rest})
+    return P, groups, order
+
+
 def _train_grid(d_k, steps, batch_size, arms, optimizer, seeds, n_keys, d_in, n_classes, noise, d_v,
                 device, stream=None):
     # One model per (arm, seed), initialised as AttentionRetriever(generator=seed) would be, W_Q and W_K
@@ -431,20 +459,7 @@ def _train_grid(d_k, steps, batch_size, arms, optimizer, seeds, n_keys, d_in, n_
     inits = [AttentionRetriever(d_in, d_k, n_classes, d_v=d_v,
                                 generator=torch.Generator().manual_seed(s)) for s in seeds]
     base = {name: torch.stack([getattr(m, name).detach() for m in inits]).to(device) for name in _NAMES}
-    lr_groups = {}                                             # (lr of W_Q, W_K; lr of the rest) -> arm indices
-    for a, arm in enumerate(arms):
-        lr_groups.setdefault((arm.lr * arm.qk_lr, arm.lr), []).append(a)
-    order = [a for members in lr_groups.values() for a in members]   # the arms in the models' order
-    P, groups = [], []                                         # P[g][name]: (models of group g, ...) leaves
-    for (lr_qk, lr_rest), members in lr_groups.items():
-        p = {}
-        for name in _NAMES:
-            parts = [base[name] * arms[a].qk_init if name in ("W_Q", "W_K") and arms[a].qk_init != 1.0
-                     else base[name] for a in members]
-            p[name] = torch.cat(parts).clone().requires_grad_()
-        P.append(p)
-        groups.append({"params": [p["W_Q"], p["W_K"]], "lr": lr_qk})
-        groups.append({"params": [p["E"], p["W_O"], p["b_O"]], "lr": lr_rest})
+    P, groups, order = _stack_arms(base, arms, qk_names=("W_Q", "W_K"))
     n = len(arms) * n_s                                        # model i: arm order[i // n_s], seed i % n_s
     opt = (torch.optim.SGD(groups, lr=1.0, **_FUSED) if optimizer == "sgd"
            else torch.optim.Adam(groups, lr=1.0, **_FUSED))
