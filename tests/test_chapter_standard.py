@@ -102,6 +102,26 @@ def test_first_week_core(path):
     assert core == [need[0] + 1], f"{path.name}: no '**First-week core:**' paragraph right after the prerequisites"
     assert re.search(r"\b(?:[Gg]oing|go(?:es)?) further\b", paras[core[0]]), \
         f"{path.name}: the core paragraph does not say what goes further"
+    # the exercises it names are this chapter's (a renumbering once left "exercises 8.1 and 8.3" in chapter 9),
+    # in English and in the Japanese catalog
+    number = int(path.stem[:2])
+    n_exercises = sum(m.count("```{exercise}") for m in _cells(path)[0])
+    core_en = "\n".join(line for line in paras[core[0]].splitlines() if not line.startswith(":::"))
+    for lang in ("en", "ja"):
+        text = core_en if lang == "en" else _ja_msgstr(path, core_en)
+        lists = re.findall(r"(?:[Ee]xercises?|演習)\s*((?:\d+\.\d+(?:,\s*|\s+and\s+|\s*と\s*|、)?)+)", text)
+        named = [(int(a), int(b)) for group in lists for a, b in re.findall(r"(\d+)\.(\d+)", group)]
+        wrong = [f"{a}.{b}" for a, b in named if a != number or not 1 <= b <= n_exercises]
+        assert not wrong, f"{path.name} ({lang}): the core paragraph names exercises {wrong}; " \
+                          f"this chapter has {number}.1 to {number}.{n_exercises}"
+
+
+def _ja_msgstr(path, msgid):
+    import polib
+    po = polib.pofile(str(ROOT / "locales" / "ja" / "LC_MESSAGES" / "book" / f"{path.stem}.po"))
+    hits = [e.msgstr for e in po if not e.obsolete and " ".join(e.msgid.split()) == " ".join(msgid.split())]
+    assert hits and hits[0], f"{path.name}: the Japanese catalog has no translation of the core paragraph"
+    return hits[0]
 
 
 def chapter_minutes() -> dict:
