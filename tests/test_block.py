@@ -163,3 +163,14 @@ def test_training_and_logits_reject_bad_input():
     query, keys, labels, _ = _batch(0)
     with pytest.raises(ValueError, match="expected query"):
         block.logits(params, query[None, :, :16], keys[None], labels[None], CFG, torch.tensor([1.0]))
+
+
+@pytest.mark.cuda
+def test_train_blocks_on_cuda_when_asked():
+    """The GPU path: the same data and weights, so the first step's loss agrees with the CPU run."""
+    arms = [training.Arm(0.003), training.Arm(0.003, scale=1.0)]
+    gpu = block.train_blocks([0], arms, steps=5, batch_size=16, device="cuda")
+    cpu = block.train_blocks([0], arms, steps=5, batch_size=16)
+    for g, c in zip(gpu, cpu):
+        assert np.all(np.isfinite(g[0].loss))
+        np.testing.assert_allclose(g[0].loss[0], c[0].loss[0], rtol=1e-4)
