@@ -42,7 +42,7 @@ from .metrics import attention_entropy
 from .training import (_FUSED, Arm, BatchStream, TrainResult, _check_seeds, _one_thread,
                        _stack_arms, batch_stream)
 
-__all__ = ["BlockConfig", "init_params", "logits", "train_blocks"]
+__all__ = ["BlockConfig", "init_params", "tokens", "logits", "train_blocks"]
 
 F = torch.nn.functional
 
@@ -121,6 +121,16 @@ def _affine(x, W, b):
     return torch.baddbmm(b[:, None], x, W)
 
 
+def tokens(params: dict, query, keys, labels):
+    """The model's input tokens, (n, B, S + 1, d_model): the query's ``x W_in + e_query`` first, then each
+    key's ``x W_in + E_lab[label]``.  Shapes as in :func:`logits`."""
+    n, B, S, d_in = keys.shape
+    models = torch.arange(n, device=keys.device)[:, None, None]
+    xk = torch.bmm(keys.reshape(n, B * S, d_in), params["W_in"]).view(n, B, S, -1) + params["E_lab"][models, labels]
+    xq = torch.bmm(query, params["W_in"]) + params["e_query"][:, None]
+    return torch.cat([xq[:, :, None], xk], dim=2)
+
+
 def logits(params: dict, query, keys, labels, cfg: BlockConfig, scale, *, return_weights: bool = False):
     """The class logits of n models at once.
 
@@ -135,10 +145,7 @@ def logits(params: dict, query, keys, labels, cfg: BlockConfig, scale, *, return
         raise ValueError(f"expected query (n, B, {cfg.d_in}), keys (n, B, S, {cfg.d_in}), labels (n, B, S); got "
                          f"query {tuple(query.shape)}, keys {tuple(keys.shape)}, labels {tuple(labels.shape)}")
     d, H, dk, T = cfg.d_model, cfg.n_heads, cfg.d_k, S + 1
-    models = torch.arange(n, device=keys.device)[:, None, None]
-    xk = torch.bmm(keys.reshape(n, B * S, d_in), params["W_in"]).view(n, B, S, d) + params["E_lab"][models, labels]
-    xq = torch.bmm(query, params["W_in"]) + params["e_query"][:, None]
-    h = torch.cat([xq[:, :, None], xk], dim=2)                     # (n, B, T, d): the query, then the keys
+    h = tokens(params, query, keys, labels)                        # (n, B, T, d): the query, then the keys
     first = None
     for l in range(cfg.n_layers):
         rows = 1 if l == cfg.n_layers - 1 else T                   # the last layer: the query's row only

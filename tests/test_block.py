@@ -119,7 +119,7 @@ def test_unscaled_scores_start_with_variance_d_k():
     cfg = block.BlockConfig(d_model=128, n_heads=2)
     p = block.init_params(cfg, 0)
     query, keys, labels, _ = _batch(0, batch_size=256, cfg=cfg)
-    h = torch.cat([(query @ p["W_in"] + p["e_query"])[:, None], keys @ p["W_in"] + p["E_lab"][labels]], dim=1)
+    h = block.tokens({k: v[None] for k, v in p.items()}, query[None], keys[None], labels[None])[0]
     a = torch.nn.functional.layer_norm(h, (cfg.d_model,))
     q, k = (a @ p["Wq0"])[..., :cfg.d_k], (a @ p["Wk0"])[..., :cfg.d_k]   # head 0
     scores = (q @ k.transpose(1, 2)).flatten()
