@@ -20,7 +20,7 @@ NBVAL := -m pytest -q --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no
 
 .PHONY: help install book html-en html-ja test test-lib test-notebooks test-i18n test-learner \
         test-learner-en test-learner-ja test-built test-build test-browser test-textlint translations lab lab-source trainer \
-        bench lock clean clean-notebooks learner-env bundle hub test-classroom
+        bench lock clean learner-env bundle hub test-classroom
 
 help:
 	@echo "make install       create $(VENV) and install the book stack and lib"
@@ -74,9 +74,13 @@ test: install
 test-lib: install
 	$(BIN)/python -m pytest -q -p no:nbval tests --ignore=tests/browser --ignore=tests/built --ignore=tests/classroom
 
-# nbval on every source chapter (the builds execute them too, with every hidden assertion)
+# nbval on every chapter: the MyST sources (book/<topic>.md) as the notebooks myst-nb executes, written
+# to _build/nbval/<topic>.ipynb with each code cell's first line naming its source line (tools/chapters.py);
+# the builds execute them too, with every hidden assertion
 test-notebooks: install
-	$(BIN)/python $(NBVAL) book
+	rm -rf _build/nbval
+	$(BIN)/python tools/chapters.py notebooks _build/nbval > /dev/null
+	$(BIN)/python $(NBVAL) _build/nbval
 
 # the strict builds of both editions
 test-build: html-en html-ja
@@ -128,6 +132,8 @@ LAB_ENV  := JUPYTER_PATH="$(CURDIR)/$(VENV)/share/jupyter" BOOK_LANG=$(BOOK_LANG
 lab: install
 	$(BIN)/python classroom/room.py lab --venv $(VENV) --lang $(BOOK_LANG) --build -- $(LAB_ARGS)
 
+# The chapters are MyST Markdown notebooks: jupytext (installed) opens them as notebooks in JupyterLab
+# (right-click, Open With, Jupytext Notebook) and saves them back as text.
 lab-source: install
 	$(LAB_ENV) $(BIN)/jupyter lab $(LAB_ROOT) $(LAB_ARGS) --notebook-dir=book
 
@@ -167,6 +173,3 @@ lock: install
 
 clean:
 	rm -rf _build
-
-clean-notebooks: install
-	$(BIN)/jupyter nbconvert --clear-output --inplace book/*.ipynb

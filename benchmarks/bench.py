@@ -5,7 +5,7 @@ similar amount of work) it times, interleaved round by round on the same arrays:
 
   numpy 2 matmuls     q·kᵀ and p·v alone: the matrix-multiply ceiling of the NumPy path
   numpy floor         the two products plus one exp pass over the scores: the NumPy path's floor
-  lib numpy           lib.attention_fast on NumPy arrays (lib's fast path, chapter 10)
+  lib numpy           lib.attention_fast on NumPy arrays (lib's fast path, the `speed` chapter)
   lib numpy reference lib.scaled_dot_product_attention on NumPy arrays (the formula as written)
   lib numpy blockwise lib.blockwise_attention on NumPy arrays (online softmax, key blocks)
   torch 2 matmuls     the matrix-multiply ceiling of the torch path
@@ -23,10 +23,10 @@ median over the rounds of (time of a / time of b) within a round: the two ran cl
 slow spell of the machine cancels, and the median drops the rounds that a burst of other work hit.
 The ratio of the best times is printed beside it; on a quiet machine the two agree.  Then
 tracemalloc measures the peak memory of the plain and the blockwise NumPy paths, up to L = 16384.
-The timing loop and the memory probe are lib.timing's, the same ones chapter 10 uses.
+The timing loop and the memory probe are lib.timing's, the same ones the `speed` chapter uses.
 
 Usage: python benchmarks/bench.py [--quick] [--lengths 128 512 ...] [--budget SECONDS]
-Chapter 10 explains the numbers.
+The `speed` chapter explains the numbers.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 import lib  # noqa: E402
-from lib.timing import peak_bytes, time_interleaved  # noqa: E402  (shared with chapter 10)
+from lib.timing import peak_bytes, time_interleaved  # noqa: E402  (shared with the `speed` chapter)
 
 D_K = 64
 # batch × heads per length: 4 × 8 heads up to L = 512, then fewer so each L does similar work

@@ -12,7 +12,7 @@
    (L, L) score matrix per head would not fit comfortably.
 
 Where there is no CUDA device it prints "no CUDA device: nothing to check" and exits 0, so that
-CI and CPU laptops can run it.  Chapter 10 discusses the GPU path.
+CI and CPU laptops can run it.  The `speed` chapter discusses the GPU path.
 """
 from __future__ import annotations
 

@@ -2,20 +2,23 @@
 
 NumPy path: works without torch.  Torch path: pass torch tensors (CPU or CUDA).
 
-Layout (one module per idea; each lists its public names in ``__all__``):
+Layout (one module per idea; each lists its public names in ``__all__``; the chapters that use a
+module are named by their labels, e.g. ``variance`` for ``book/variance.md``):
 
 - ``attention``  softmax, its Jacobian, scaled dot-product attention as the formula reads, heads, masks
-                 (ch. 01, 04, 08)
-- ``fast``       ``attention_fast``: the same attention with chapter 10's speed-ups (``make bench``)
+                 (formula, practice, caveats)
+- ``fast``       ``attention_fast``: the same attention with the speed-ups of ``speed`` (``make bench``)
 - ``checks``     argument checks shared by the modules (one meaning of ``scale=``)
-- ``metrics``    entropy, Jacobian norm, random-attention statistics (ch. 05-07)
-- ``simulate``   Monte Carlo of dot products and exam scores (ch. 02, 03, 06)
-- ``saturation`` softmax saturation helpers (ch. 05)
-- ``modern``     what current models do instead of a fixed 1/√d_k (ch. 08)
-- ``blockwise``  memory-efficient attention with the online softmax, and its exp2 form (ch. 10, 11)
-- ``port_check`` ``Recipe``, ``reference_attention``, ``check_port``: a port against its checkpoint's recipe (ch. 12)
-- ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (ch. 11; on port_check's runner)
-- ``timing``     interleaved timing and peak memory, for chapter 10 and ``benchmarks/`` (import it)
+- ``metrics``    entropy, Jacobian norm, random-attention statistics (softmax-saturation,
+                 training, caveats)
+- ``simulate``   Monte Carlo of dot products and exam scores (test-scores, variance, training)
+- ``saturation`` softmax saturation helpers (softmax-saturation)
+- ``modern``     what current models do instead of a fixed 1/√d_k (caveats)
+- ``blockwise``  memory-efficient attention with the online softmax, and its exp2 form (speed, real-code)
+- ``port_check`` ``Recipe``, ``reference_attention``, ``check_port``: a port against its checkpoint's recipe
+                 (porting)
+- ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (real-code; on port_check's runner)
+- ``timing``     interleaved timing and peak memory, for ``speed`` and ``benchmarks/`` (import it)
 - ``selfcheck``  verdicts for exercise answers (every chapter); ``read_answer``, the one answer reader
 - ``display``    ``Shown``: how a verdict or a report shows (✓/✗, label, message; text, Markdown, HTML);
                  ``table``: a chapter's small table of numbers (aligned text, an HTML table in a notebook)
@@ -24,7 +27,7 @@ Layout (one module per idea; each lists its public names in ``__all__``):
 - ``i18n``       ``tr``: figure labels and verdicts in the book's language, from the page catalogs
 - ``plotting``   the book's figure style (import it explicitly: ``from lib import plotting``)
 - ``mha``, ``device``, ``training``, ``block``: need torch; loaded on first use (``block``: a small
-                 standard two-layer model on ``training``'s task, ch. 09).
+                 standard two-layer model on ``training``'s task, multi-head).
 
 Modules imported here must not import torch or matplotlib at module level, so
 that ``import lib`` works where torch is not installed (tests/test_no_torch.py).

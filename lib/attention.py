@@ -5,8 +5,8 @@ tensors (the torch path, on the tensors' own device, keeping autograd).  The
 book's chapters call these; ``tests/`` proves them against PyTorch's own
 ``softmax``, ``scaled_dot_product_attention`` and autograd.
 
-Chapter 1 explains the formula; chapter 5 the softmax Jacobian. Each function here is the
-reference: it reads like the formula. The speed-ups chapter 10 shows are in ``lib.fast``.
+The `formula` chapter explains the formula; the `softmax-saturation` chapter the softmax Jacobian. Each function here is the
+reference: it reads like the formula. The speed-ups the `speed` chapter shows are in ``lib.fast``.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def softmax_jacobian(p):
 
     Works along the last axis: ``p`` of shape (..., n) gives (..., n, n) with
     ``J[..., i, j] = ∂p_i/∂z_j = p_i (δ_ij - p_j)``.  NumPy or torch.
-    Chapter 5 shows why every entry lies in [-1/4, 1/4] and why J → 0 as p
+    The `softmax-saturation` chapter shows why every entry lies in [-1/4, 1/4] and why J → 0 as p
     approaches one-hot.
     """
     if is_torch(p):
@@ -123,8 +123,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, is_causal=Fa
     Shapes: q (..., L, d_k), k (..., S, d_k), v (..., S, d_v) → out (..., L, d_v);
     with ``return_weights=True`` returns ``(out, weights)``, weights (..., L, S).
 
-    This is the reference: the formula as written, step by step (chapter 1). The speed-ups of
-    chapter 10 live in :func:`lib.fast.attention_fast`, tested against this function and PyTorch.
+    This is the reference: the formula as written, step by step (chapter `formula`). The speed-ups of
+    the `speed` chapter live in :func:`lib.fast.attention_fast`, tested against this function and PyTorch.
 
     - NumPy arrays take the NumPy path; torch tensors the torch path on their own
       device (autograd kept).  Without weights the torch path calls

@@ -1,7 +1,7 @@
-"""Beyond the toy: a small standard Transformer (two pre-LN layers) on chapter 6's retrieval task.
+"""Beyond the toy: a small standard Transformer (two pre-LN layers) on the `training` chapter's retrieval task.
 
-Chapter 9 trains it with the scale 1/√d_k and without, at several Adam rates, to see whether
-what chapters 6 and 7 found in a one-layer toy survives in a standard architecture.  Needs torch
+The `multi-head` chapter trains it with the scale 1/√d_k and without, at several Adam rates, to see whether
+what the `training` and `tuning` chapters found in a one-layer toy survives in a standard architecture.  Needs torch
 (not imported by ``lib/__init__``); use ``from lib import block``.
 
 The model, for one sequence of the task (:func:`lib.training.make_retrieval_batch`):
@@ -21,7 +21,7 @@ only (its keys and values still come from every token): the same logits as the f
 work.  ``tests/test_block.py`` checks the logits against PyTorch's own ``TransformerEncoderLayer``.
 
 Initialisation: every projection N(0, 1/fan_in) (so, for LayerNorm'd inputs, every component of q and k
-has variance about 1: chapter 3's assumption, under which an unscaled score has variance d_k), biases 0,
+has variance about 1: the `variance` chapter's assumption, under which an unscaled score has variance d_k), biases 0,
 LayerNorm gains 1, ``E_lab`` and ``e_query`` N(0, 1).  PyTorch's own layer starts its projections with
 Xavier-uniform weights (variance 1/(2·d_model) for W_Q, W_K), half this.
 

@@ -1,4 +1,4 @@
-"""Memory-efficient attention: one block of keys at a time, with the online softmax (chapter 10).
+"""Memory-efficient attention: one block of keys at a time, with the online softmax (chapter `speed`).
 
 The plain path (:func:`lib.scaled_dot_product_attention`) builds the whole (L, S) score matrix.
 Here the keys and values are visited in blocks of ``block_size``; each query keeps three running
@@ -14,14 +14,14 @@ When a block raises the maximum from ``m`` to ``m_new``, the old sums are rescal
 maximum (the shift must be the maximum of the numbers that are exponentiated; shifting scaled scores
 by an unscaled maximum can underflow a whole row).  At the end ``out = acc / l``.
 
-``exp2=True`` computes the same result the way FlashAttention-2's CUDA kernel does (chapter 11):
+``exp2=True`` computes the same result the way FlashAttention-2's CUDA kernel does (chapter `real-code`):
 ``m`` is then the running maximum of the *raw* scores q·k, and every exponential is
 ``2 ** (s · c - m · c)`` with ``c = scale · log2(e)``, one multiply-add per score.  That is exact
 because ``e**x = 2**(x · log2 e)`` and, for a positive scale, ``max(scale · s) = scale · max(s)``;
 it needs ``scale > 0``.  :func:`softmax_exp2` is the same idea for one softmax.
 
 float16/bfloat16 tensors: each block's scores, the running statistics and the accumulator are kept in
-float32 (as FlashAttention does), so q·k cannot overflow float16's 65504 (chapter 11).
+float32 (as FlashAttention does), so q·k cannot overflow float16's 65504 (chapter `real-code`).
 
 The extra memory is one (L, block_size) block of scores plus the (L, d_v) accumulator: it grows
 with L, not with L·S.  NumPy in, NumPy out; torch in, torch out (autograd works, but it keeps
@@ -56,7 +56,7 @@ def softmax_exp2(raw_scores, scale, axis: int = -1):
     factor ``c = scale · log2(e)``: ``p = 2 ** (raw · c - max(raw) · c)``, then ``p / sum(p)``.
     Exact because e**x = 2**(x·log₂e) and max(scale·s) = scale·max(s) for ``scale > 0``
     (``ValueError`` otherwise).  NumPy in, NumPy out; torch in, torch out.  A slice that is all
-    ``-inf`` gives zeros, as :func:`lib.softmax` does.  Chapter 11 compares it with the plain form.
+    ``-inf`` gives zeros, as :func:`lib.softmax` does.  The `real-code` chapter compares it with the plain form.
     """
     scale = float(scale)
     _check_exp2_scale(scale)
@@ -92,13 +92,13 @@ def blockwise_attention(q, k, v, mask=None, *, scale=None, is_causal=False, bloc
 
     ``block_size`` keys are processed at a time (the last block may be shorter).  With
     ``is_causal`` a key block starting at j0 only updates the queries i ≥ j0: the blocks above
-    the diagonal are skipped, as fused kernels do.  Chapter 10 walks through the update.
+    the diagonal are skipped, as fused kernels do.  The `speed` chapter walks through the update.
 
     ``exp2=False`` (default): the scale multiplies q before each block's scores, and the running
     maximum is that of the scaled scores (the FlashAttention paper's Algorithm, PyTorch's CPU
     kernel).  ``exp2=True``: the running maximum is that of the raw scores q·k (plus an additive
     mask divided by the scale) and the exponentials are ``2 ** (s·c - m·c)`` with
-    ``c = scale·log2(e)`` (FlashAttention-2's CUDA kernel; chapter 11).  Both are exact; ``exp2``
+    ``c = scale·log2(e)`` (FlashAttention-2's CUDA kernel; the `real-code` chapter).  Both are exact; ``exp2``
     needs ``scale > 0``.
     """
 

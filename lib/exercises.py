@@ -18,7 +18,7 @@ from .selfcheck import Verdict, check_array, check_number, read_answer, read_sca
 
 __all__: list[str] = []
 
-# --- chapter 1 -----------------------------------------------------------------------------------
+# --- formula -------------------------------------------------------------------------------------
 
 def _input_array(x, what, ndim):
     """The exercise's own inputs (not the learner's): a finite real array of ``ndim`` axes, else raise."""
@@ -43,7 +43,7 @@ def _softmax_rows(s, axis=-1):
 
 
 def check_attention_output(answer, Q, K, V) -> Verdict:
-    """Exercise 1.3: the learner's ``softmax(Q Kᵀ/√d_k) V``, computed here from ``Q``, ``K``, ``V``.
+    """Exercise `ex-formula-code`: the learner's ``softmax(Q Kᵀ/√d_k) V``, computed here from ``Q``, ``K``, ``V``.
 
     ``Q`` is (L, d_k), ``K`` (S, d_k), ``V`` (S, d_v); the answer is (L, d_v). Recognised mistakes
     (``Verdict.mistake``): ``unscaled`` (no 1/√d_k), ``divided_by_dk``, ``wrong_axis`` (softmax down
@@ -102,10 +102,10 @@ def check_attention_output(answer, Q, K, V) -> Verdict:
 __all__ += ["check_attention_output"]
 
 
-# --- chapter 2 -----------------------------------------------------------------------------------
+# --- test-scores ---------------------------------------------------------------------------------
 
 def check_rescaled_totals(answer, totals, n_subjects) -> Verdict:
-    """Exercise 2.3: exam totals divided by the factor that restores one subject's spread (√n).
+    """Exercise `ex-test-scores-code`: exam totals divided by the factor that restores one subject's spread (√n).
 
     ``totals`` is the exercise's 1-d array of totals of ``n_subjects`` independent subjects; the
     expected answer, ``totals / √n_subjects``, is computed here. Recognised mistakes: ``unscaled``,
@@ -161,10 +161,10 @@ def check_rescaled_totals(answer, totals, n_subjects) -> Verdict:
 __all__ += ["check_rescaled_totals"]
 
 
-# --- chapter 3 -----------------------------------------------------------------------------------
+# --- variance ------------------------------------------------------------------------------------
 
 def _simulated_raw_scores(d_k, n, seed):
-    """The raw scores q·k of ``n`` pairs drawn as exercise 3.2 says, in the two layouts a learner
+    """The raw scores q·k of ``n`` pairs drawn as Exercise `ex-variance-code` says, in the two layouts a learner
     writes: q and k as (n, d_k) arrays (or one (2, n, d_k) draw, the same numbers), or as (d_k, n)."""
     rng = np.random.default_rng(seed)
     q, k = rng.standard_normal((n, d_k)), rng.standard_normal((n, d_k))
@@ -174,7 +174,7 @@ def _simulated_raw_scores(d_k, n, seed):
 
 
 def check_scaled_variance(scores, d_k, n, seed) -> Verdict:
-    """Exercise 3.2: the learner's simulation, ``n`` scaled scores q·k/√d_k drawn with ``seed``.
+    """Exercise `ex-variance-code`: the learner's simulation, ``n`` scaled scores q·k/√d_k drawn with ``seed``.
 
     The check takes the learner's *array of scores*, not one number: it redraws the pairs from
     ``np.random.default_rng(seed)`` (q, then k, each ``(n, d_k)`` standard normal, or each
@@ -233,7 +233,7 @@ def check_scaled_variance(scores, d_k, n, seed) -> Verdict:
 __all__ += ["check_scaled_variance"]
 
 
-# --- chapter 4 -----------------------------------------------------------------------------------
+# --- practice ------------------------------------------------------------------------------------
 
 def _as_shape(answer):
     """A shape the learner typed, (2, 3) or [2, 3], as a tuple of ints; None if it is not one."""
@@ -247,7 +247,7 @@ def _as_shape(answer):
 
 
 def check_scores_shape(answer, Q, K) -> Verdict:
-    """Exercise 4.2(1): the shape of ``Q Kᵀ`` for the exercise's ``Q`` (L, d_k) and ``K`` (S, d_k).
+    """Exercise `ex-practice-dot3`(1): the shape of ``Q Kᵀ`` for the exercise's ``Q`` (L, d_k) and ``K`` (S, d_k).
 
     Recognised mistakes: ``transposed`` (S, L), ``shape_of_q`` (L, d_k), ``not_a_shape``,
     ``wrong_shape``. Never raises on the answer.
@@ -279,7 +279,7 @@ def check_scores_shape(answer, Q, K) -> Verdict:
 
 
 def check_naive_softmax(answer, scores) -> Verdict:
-    """Exercise 4.4(1): what the naive softmax ``np.exp(s) / np.exp(s).sum()`` returns in float64
+    """Exercise `ex-practice-overflow`(1): what the naive softmax ``np.exp(s) / np.exp(s).sum()`` returns in float64
     for the exercise's ``scores`` (large enough that ``np.exp`` overflows).
 
     The expected result is computed here (NaN where the exponential overflows). Recognised mistakes:
@@ -314,7 +314,7 @@ def check_naive_softmax(answer, scores) -> Verdict:
 
 
 def check_float16_dk(answer, limit, n_sd=3) -> Verdict:
-    """Exercise 4.4(3): from which d_k unscaled unit-variance scores pass the float16 limit ``limit``
+    """Exercise `ex-practice-overflow`(3): from which d_k unscaled unit-variance scores pass the float16 limit ``limit``
     of the exponential at ``n_sd`` standard deviations: d_k > (limit / n_sd)².
 
     Passes within 5 % of (limit / n_sd)² (the limit is given to one decimal), or the next power of
@@ -359,7 +359,7 @@ def _pair(answer_a, answer_b, name):
 
 
 def check_doubled_scores(raw_factor, scaled_factor, q, K, *, c: float = 2.0) -> Verdict:
-    """Exercise 4.6(1): by what factor the raw and the scaled scores of ``q`` against the rows of
+    """Exercise `ex-practice-predict`(1): by what factor the raw and the scaled scores of ``q`` against the rows of
     ``K`` change when every component of ``q`` and ``K`` is multiplied by ``c``. The factors are
     computed here from the exercise's vectors (both c², because d_k does not change). Recognised
     mistakes: ``times_c`` (c: only one side scaled), ``scaled_unchanged`` (1 for the scaled scores:
@@ -390,7 +390,7 @@ def check_doubled_scores(raw_factor, scaled_factor, q, K, *, c: float = 2.0) -> 
 
 
 def check_sd_growth(raw_growth, scaled_growth, d_from, d_to) -> Verdict:
-    """Exercise 4.6(2): the factor by which the standard deviation of raw (√(d_to/d_from)) and of
+    """Exercise `ex-practice-predict`(2): the factor by which the standard deviation of raw (√(d_to/d_from)) and of
     scaled (1) scores of unit-variance vectors grows from ``d_from`` to ``d_to`` components.
     Recognised mistakes: ``variance_ratio`` (d_to/d_from: the variance, not the standard deviation),
     ``scaled_grows``, ``wrong_value``."""
@@ -417,7 +417,7 @@ def check_sd_growth(raw_growth, scaled_growth, d_from, d_to) -> Verdict:
 
 
 def check_weight_over_dk(weight, n_keys, d_k) -> Verdict:
-    """Exercise 4.6(3): the typical weight of one of ``n_keys`` keys when unit-variance scores at
+    """Exercise `ex-practice-predict`(3): the typical weight of one of ``n_keys`` keys when unit-variance scores at
     ``d_k`` are divided by d_k (standard deviation 1/√d_k): nearly uniform, about 1/n_keys.
     Passes within 0.2/n_keys of 1/n_keys. Recognised mistakes: ``one_hot`` (near 1 or 0: what
     unscaled scores do), ``wrong_value``."""
@@ -446,12 +446,12 @@ __all__ += ["check_scores_shape", "check_naive_softmax", "check_float16_dk", "ch
             "check_sd_growth", "check_weight_over_dk"]
 
 
-# --- chapter 5 -----------------------------------------------------------------------------------
+# --- softmax-saturation --------------------------------------------------------------------------
 
 def check_temperature_jacobian(answer, z, taus) -> Verdict:
-    """Exercise 5.2: the largest entry of ∂p/∂z for p = softmax(z/τ), one number per τ in ``taus``.
+    """Exercise `ex-softmax-saturation-temp`: the largest entry of ∂p/∂z for p = softmax(z/τ), one number per τ in ``taus``.
 
-    The expected values, max_ij |J_ij(softmax(z/τ))| / τ (chapter 5, eq. eq-temperature-jacobian), are
+    The expected values, max_ij |J_ij(softmax(z/τ))| / τ (chapter `softmax-saturation`, eq. eq-temperature-jacobian), are
     computed here from the exercise's ``z`` (1-d, at least 2 finite entries) and ``taus`` (a positive
     number or a 1-d sequence of them). Recognised mistakes (``Verdict.mistake``): ``no_factor`` (the
     Jacobian with respect to z/τ, without the chain rule's 1/τ), ``times_tau`` (multiplied by τ),
@@ -509,10 +509,10 @@ def check_temperature_jacobian(answer, z, taus) -> Verdict:
 __all__ += ["check_temperature_jacobian"]
 
 
-# --- chapter 6 -----------------------------------------------------------------------------------
+# --- training ------------------------------------------------------------------------------------
 
 def check_steps_to_threshold(answer, loss, threshold=1.0, window=10) -> Verdict:
-    """Exercise 6.2: the first step t at which the mean of ``loss[t - window + 1 : t + 1]`` is below ``threshold``.
+    """Exercise `ex-training-threshold`: the first step t at which the mean of ``loss[t - window + 1 : t + 1]`` is below ``threshold``.
 
     The expected step is computed here from the exercise's ``loss`` (1-d, finite), ``threshold`` and
     ``window`` (the same rule as ``lib.training.steps_to_threshold``, which returns ``len(loss)`` when
@@ -563,7 +563,7 @@ def check_steps_to_threshold(answer, loss, threshold=1.0, window=10) -> Verdict:
 __all__ += ["check_steps_to_threshold"]
 
 
-# --- chapter 7 -----------------------------------------------------------------------------------
+# --- tuning --------------------------------------------------------------------------------------
 
 def _sweep_results(results):
     """The exercise's sweep: {(scale, lr): [results, one per seed]} with scaled (None) and unscaled (1.0)."""
@@ -596,10 +596,10 @@ def _best_ratio(results, threshold):
 
 
 def check_best_against_best(answer, results, threshold=1.0) -> Verdict:
-    """Exercise 7.1: unscaled over scaled median steps to ``threshold``, each model at its fastest rate.
+    """Exercise `ex-tuning-best`: unscaled over scaled median steps to ``threshold``, each model at its fastest rate.
 
     ``results`` maps ``(scale, lr)`` to one training result per seed (``scale`` ``None``: scaled, ``1.0``:
-    unscaled), as chapter 7's sweeps do; a result's ``steps_to(threshold)`` is its steps to a loss below
+    unscaled), as the `tuning` chapter's sweeps do; a result's ``steps_to(threshold)`` is its steps to a loss below
     ``threshold``. Recognised mistakes: ``inverted`` (scaled over unscaled), ``shared_rate`` (both models
     at one rate they share), ``threshold_one`` (steps to 1 nat, the threshold the page prints),
     ``wrong_shape``, ``wrong_value``. Never raises on the answer.
@@ -638,7 +638,7 @@ def check_best_against_best(answer, results, threshold=1.0) -> Verdict:
 __all__ += ["check_best_against_best"]
 
 
-# --- chapter 8 -----------------------------------------------------------------------------------
+# --- caveats -------------------------------------------------------------------------------------
 
 #: Tolerances of :func:`check_correlated_score_moments`: answers rounded to three decimals pass.
 _MOMENT_RTOL, _MOMENT_ATOL = 1e-3, 6e-4
@@ -654,7 +654,7 @@ def _positive_finite(name, value):
 
 def check_correlated_score_moments(answer, d_k, rho, *, sigma_q=1.0, sigma_k=1.0, scaled=True,
                                    name: str | None = None) -> Verdict:
-    """Check ``[mean, variance]`` of the score ``q·k/√d_k`` (``scaled=False``: of ``q·k``) (chapter 8).
+    """Check ``[mean, variance]`` of the score ``q·k/√d_k`` (``scaled=False``: of ``q·k``) (chapter `caveats`).
 
     The inputs are the exercise's: ``d_k`` components, each pair (q_i, k_i) jointly normal with mean 0,
     standard deviations ``sigma_q``, ``sigma_k`` and correlation ``rho``, the pairs independent. The
@@ -769,13 +769,13 @@ def check_correlated_score_moments(answer, d_k, rho, *, sigma_q=1.0, sigma_k=1.0
 __all__ += ["check_correlated_score_moments"]
 
 
-# --- chapter 9 -----------------------------------------------------------------------------------
+# --- multi-head ----------------------------------------------------------------------------------
 
 __all__ += ["check_mha_params"]
 
 
 def check_mha_params(answer, d_model, num_heads, *, bias: bool = True, name: str | None = None) -> Verdict:
-    """Exercise 9.2: the number of parameters of ``lib.MultiHeadAttention(d_model, num_heads)``.
+    """Exercise `ex-multi-head-params`: the number of parameters of ``lib.MultiHeadAttention(d_model, num_heads)``.
 
     The expected count, 4·d_model² (+ 4·d_model with ``bias``), is computed here from the exercise's
     inputs, so no notebook cell holds it.  Recognised mistakes (``Verdict.mistake``): ``"no_biases"``
@@ -826,7 +826,7 @@ def check_mha_params(answer, d_model, num_heads, *, bias: bool = True, name: str
                                                   "matrices and their biases; h does not appear."))))
 
 
-# --- chapter 10 -----------------------------------------------------------------------------------
+# --- speed ----------------------------------------------------------------------------------------
 __all__ += ["check_logsumexp"]
 
 
@@ -843,7 +843,7 @@ def _row_of_numbers(x, what):
 
 
 def check_logsumexp(answer, x, *, block: int = 3) -> Verdict:
-    """Exercise 10.4: ``answer`` should be ln Σ_j e^{x_j}, found with the online softmax in blocks.
+    """Exercise `ex-speed-code`: ``answer`` should be ln Σ_j e^{x_j}, found with the online softmax in blocks.
 
     The expected value is computed here from ``x`` (two passes, shifted by the maximum). Recognises
     the usual slip of the online version, forgetting to rescale the old sum by e^{m_old - m_new}
@@ -887,7 +887,7 @@ def _float_or_nan(answer):
         return float("nan")
 
 
-# --- chapter 11 ----------------------------------------------------------------------------------
+# --- real-code -----------------------------------------------------------------------------------
 __all__ += ["check_attention_function"]
 
 

@@ -1,6 +1,6 @@
 """The fast path: the same attention as :func:`lib.scaled_dot_product_attention`, tuned for speed.
 
-Chapter 10 shows it as an exhibit of what a fast implementation does beyond the formula; every
+The `speed` chapter shows it as an exhibit of what a fast implementation does beyond the formula; every
 chapter's reference is ``lib.scaled_dot_product_attention``. ``tests/test_attention.py`` runs every
 check of the reference on this function too (against PyTorch's own SDPA and autograd), and
 ``make bench`` times it. What it does differently:
@@ -33,7 +33,7 @@ def attention_fast(q, k, v, mask=None, *, scale=None, is_causal=False, return_we
 
 
 # Below this bound on every |score| (float32: e^±30, float64: e^±300) exp(score) can neither overflow
-# nor lose the row to underflow, so the softmax may skip subtracting the row maximum (chapter 10).
+# nor lose the row to underflow, so the softmax may skip subtracting the row maximum (chapter `speed`).
 _NO_SHIFT_BOUND = {np.dtype(np.float32): 30.0, np.dtype(np.float64): 300.0}
 
 
@@ -97,7 +97,7 @@ def _attention_torch(q, k, v, mask, scale, is_causal, return_weights):
         return explicit_torch(q, k, v, mask, scale, is_causal)
     if q.ndim != 4 and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and (mask is None or mask.ndim <= 2):
         # PyTorch chooses its fused CPU kernel only for 4-D (batch, heads, L, d) inputs; other ranks
-        # fall back to its unfused math path (chapter 10). Same numbers, so present them as 4-D.
+        # fall back to its unfused math path (chapter `speed`). Same numbers, so present them as 4-D.
         batch = q.shape[:-2]
         q4, k4, v4 = (t.reshape(-1, 1, *t.shape[-2:]) for t in (q, k, v))  # (N, 1, L|S, d)
         out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, is_causal=is_causal, scale=scale)

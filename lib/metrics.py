@@ -1,6 +1,6 @@
 """How peaked an attention distribution is, and how much gradient its softmax passes.
 
-Shared by chapters 5 (saturation), 6 (training) and 7 (caveats).
+Shared by the chapters `softmax-saturation`, `training` and `caveats`.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def jacobian_norm(weights):
     ‖J‖_F² = Σ_i p_i²(1 − p_i)² + Σ_i p_i² Σ_{j≠i} p_j².
     Near saturation the largest p_i is within rounding of 1, so ``1 − p_i`` and
     ``Σ_{j≠i} p_j²`` are summed directly from the other entries instead of
-    subtracted: the norm stays accurate down to the smallest floats (chapter 5).
+    subtracted: the norm stays accurate down to the smallest floats (chapter `softmax-saturation`).
     Assumes each p sums to 1, as a softmax output does.
     """
     p = np.asarray(weights, dtype=float)

@@ -1,7 +1,7 @@
 """Multi-head attention as a ``torch.nn.Module`` built on :mod:`lib.attention`.
 
 This module imports torch, so ``lib/__init__.py`` loads it only when
-``lib.MultiHeadAttention`` is first used.  Chapter 9 (multi-head attention) walks through it.
+``lib.MultiHeadAttention`` is first used.  The `multi-head` chapter (multi-head attention) walks through it.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What current models do instead of, or on top of, a fixed 1/√d_k.
 
-Small, exact versions of the ideas chapter 8 demonstrates:
+Small, exact versions of the ideas the `caveats` chapter demonstrates:
 
 - QK-normalisation comes in two families, and they treat 1/√d_k differently:
 
@@ -45,7 +45,7 @@ __all__ = [
 def l2_normalize(x, *, axis: int = -1, eps: float = 1e-12):
     """``x / max(‖x‖₂, eps)`` along ``axis``; the same convention as ``torch.nn.functional.normalize``.
 
-    NumPy or torch (shape kept).  Chapter 8 uses it for QK-normalisation (cosine family).
+    NumPy or torch (shape kept).  The `caveats` chapter uses it for QK-normalisation (cosine family).
     """
     if is_torch(x):
         torch = torch_module()
@@ -67,7 +67,7 @@ def qk_norm_scores(q, k, gain, *, eps: float = 1e-12):
     number, or (torch path) a tensor such as a learnable ``nn.Parameter``.
     Feed the result to a softmax, or pass q̂·gain and k̂ to attention with ``scale=1.0``.
     For the other family (LayerNorm or RMSNorm on q and k, 1/√d_k kept) see :func:`qk_layer_norm_scores`.
-    NumPy or torch.  Chapter 8.
+    NumPy or torch.  The `caveats` chapter.
     """
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"d_k differs: q has shape {tuple(q.shape)} and k has shape {tuple(k.shape)}")
@@ -110,7 +110,7 @@ def qk_layer_norm_scores(q, k, *, rms: bool = False, weight_q=None, weight_k=Non
 
     NumPy or torch (all array arguments of one kind; autograd kept, so the weights can be
     ``nn.Parameter``).  Raises ``ValueError`` for disagreeing shapes or a bad ``scale``/``eps``,
-    ``TypeError`` for NumPy and torch mixed.  Chapter 8.
+    ``TypeError`` for NumPy and torch mixed.  The `caveats` chapter.
     """
     fam = check_same_family(q=q, k=k, weight_q=weight_q, weight_k=weight_k)
     if fam == "numpy":
@@ -142,7 +142,7 @@ def mup_scale(d_k: int, *, base_d_k: int = 64) -> float:
 
     With the default base of 64 this is 8/d_k, the constant the microsoft/mup README suggests for
     matching 1/√d at d = 64 ("use 1/d instead of 1/sqrt(d) attention scaling").  Pass it as ``scale=``
-    to :func:`lib.scaled_dot_product_attention`.  Chapter 8.
+    to :func:`lib.scaled_dot_product_attention`.  The `caveats` chapter.
     """
     d_k, base_d_k = positive_int("d_k", d_k), positive_int("base_d_k", base_d_k)
     return math.sqrt(base_d_k) / d_k
@@ -154,7 +154,7 @@ def length_scaled_softmax(z, *, s: float = 1.0, axis: int = -1):
     The log-n length scaling of Chiang & Cholak (2022) and Scalable-Softmax (Nakanishi 2025), in which
     ``s`` is learned.  With it, a key that leads the others by a margin m keeps a weight of
     n^{sm}/(n^{sm} + n − 1) instead of e^m/(e^m + n − 1), which fades as n grows.  n = 1 gives 1.
-    NumPy or torch.  Chapter 8.
+    NumPy or torch.  The `caveats` chapter.
     """
     n = z.shape[axis]
     if n < 1:
@@ -167,7 +167,7 @@ def sigma_reparam(w, gamma: float = 1.0):
 
     ``w`` is a 2-D NumPy array; σ_max is computed exactly (largest singular value), where the authors'
     code takes one power-iteration step per forward pass.  There ``gamma`` is a learned parameter
-    (initialised to the weight's first spectral norm); here it is a number you choose.  Chapter 8.
+    (initialised to the weight's first spectral norm); here it is a number you choose.  The `caveats` chapter.
     """
     w = np.asarray(w, dtype=float)
     if w.ndim != 2:
@@ -184,7 +184,7 @@ def correlated_projections(d_model: int, d_k: int, rho: float, *, seed=0):
     Entries are N(0, 1/d_model), so for unit-variance inputs each query and key component has variance
     about 1; ``W_K = rho·W_Q + √(1 − rho²)·W_noise``.  With one input x, the pair (q_i, k_i) =
     ((xW_Q)_i, (xW_K)_i) then has correlation ``rho``: the self-score q·k has mean about rho·d_k.
-    ``seed`` is an int or a ``np.random.Generator``.  Chapter 8.
+    ``seed`` is an int or a ``np.random.Generator``.  The `caveats` chapter.
     """
     d_model, d_k = positive_int("d_model", d_model), positive_int("d_k", d_k)
     if not -1.0 <= rho <= 1.0:

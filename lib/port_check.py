@@ -1,4 +1,4 @@
-"""Check a port of a model's attention against the recipe it was trained with (chapter 12).
+"""Check a port of a model's attention against the recipe it was trained with (chapter `porting`).
 
 A model's attention is more than ``softmax(q kᵀ / √d_k) v``: its checkpoint fixes a *recipe*, the
 factors its scores were multiplied by, added to or capped with during training.  A port (a
@@ -18,7 +18,7 @@ attention function on inputs built to expose each class of mistake and names the
 The probe inputs have a batch axis and a head axis (B, h, L, d) with B and h greater than one, at
 two head widths, at two sequence lengths (the longer one is past the base length), with logits
 near the cap (if any), and in the low-precision dtypes the recipe lists (``backend="torch"``).
-The same runner measures the scale a function applies (:func:`lib.infer_scale`, chapter 11, is
+The same runner measures the scale a function applies (:func:`lib.infer_scale`, the `real-code` chapter, is
 built on it: ``measure_scale``).
 """
 from __future__ import annotations
@@ -302,7 +302,7 @@ def accepts_layout(attn, backend, batch_dims=LAYOUTS["base"]) -> bool:
 
 #: Tolerance of the output (max abs error; outputs are O(1)) per dtype the candidate runs in. float64
 #: inputs get float32's: a port may compute its scores in float32 (Grok-1 and BLOOM do), and every
-#: mistake the check names moves the output by far more (chapter 12 measures by how much).
+#: mistake the check names moves the output by far more (the `porting` chapter measures by how much).
 ATOL = {"float64": 2e-4, "float32": 2e-4, "float16": 2e-2, "bfloat16": 8e-2}
 
 #: The float cases: (batch, heads, length, head width, "plain" or "near the cap").
@@ -635,7 +635,7 @@ def _round_to(a, dtype):
 
 
 # ---------------------------------------------------------------------------
-# Chapter 12's exercise check whose answer must not appear in the notebook
+# The `porting` chapter's exercise check whose answer must not appear in the notebook
 # ---------------------------------------------------------------------------
 
 def check_logit_factor(answer, *, head_dim: int, query_pre_attn_scalar: float):

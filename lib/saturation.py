@@ -1,8 +1,8 @@
-"""Softmax saturation: how much gradient a softmax passes as its inputs grow (chapter 5).
+"""Softmax saturation: how much gradient a softmax passes as its inputs grow (chapter `softmax-saturation`).
 
 NumPy only (no torch, no matplotlib at import).  The softmax and its Jacobian live
 in :mod:`lib.attention`, the entropy and the Jacobian norm in :mod:`lib.metrics`;
-this module adds what chapter 5 builds on them:
+this module adds what the `softmax-saturation` chapter builds on them:
 
 - :func:`jacobian_gap_bound`: a bound on every Jacobian entry from the gap between
   the two largest inputs, the reason J → 0 as one input dominates;
@@ -29,7 +29,7 @@ def jacobian_gap_bound(z, axis: int = -1):
 
     Returns ``min(1/4, (n − 1)·exp(−Δ))`` for each vector along ``axis`` (n entries).
     Every entry of J = diag(p) − ppᵀ is at most 1/4 in size, and at most 1 − p_max,
-    which is at most (n − 1)e^{−Δ} (chapter 5 proves both).  So J vanishes
+    which is at most (n − 1)e^{−Δ} (the `softmax-saturation` chapter proves both).  So J vanishes
     exponentially fast as one input pulls ahead.  ``z`` needs n ≥ 2 finite entries.
     """
     z = np.asarray(z, dtype=float)
@@ -49,7 +49,7 @@ def logit_scale_sweep(scales, *, n_keys: int = 32, n_samples: int = 2000, seed=0
 
     z has independent N(0, 1) entries (``n_samples`` vectors of ``n_keys``), the same z
     for every c, so the curves differ only by the scale.  Returns an array of shape
-    (len(scales), n_samples).  The scaled attention scores of chapter 3 have c ≈ 1;
+    (len(scales), n_samples).  The scaled attention scores of the `variance` chapter have c ≈ 1;
     unscaled scores have c ≈ √d_k.
     """
     scales = np.asarray(scales, dtype=float)

@@ -1,4 +1,4 @@
-"""Which scale does an attention function apply?  Measure it by probing with known q, k, v (chapter 11).
+"""Which scale does an attention function apply?  Measure it by probing with known q, k, v (chapter `real-code`).
 
 :func:`infer_scale` calls an attention function ``attn(q, k, v)`` on inputs built so that the
 answer can be read off the output:
@@ -22,7 +22,7 @@ the wrong axis (``x.size(1)`` of a (B, h, L, d) tensor is h) changes with them (
 ``batch_dims`` is then ``()``).  An explicit ``batch_dims`` such as ``(1, 1)`` probes that layout only.
 
 The runner and the reading are :mod:`lib.port_check`'s (``call``, ``measure_scale``): this is the
-port check's scale reading, with verdicts for the mistakes of chapter 11.
+port check's scale reading, with verdicts for the mistakes of the `real-code` chapter.
 """
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = Non
     ``batch_dims=None`` (the default) probes (2, 3, L, d) inputs and again with 5 heads and a batch
     of 4 (a function that takes only 2-D inputs gets 2-D inputs); a tuple probes that layout only.
     Returns a :class:`ScaleReport`; it never raises because of what ``attn`` does (a failing
-    function gives the verdict ``"error"``).  Chapter 11 runs it on correct and buggy functions.
+    function gives the verdict ``"error"``).  The `real-code` chapter runs it on correct and buggy functions.
     """
     if not callable(attn):
         raise TypeError(f"infer_scale needs a function attn(q, k, v); got {type(attn).__name__}")
@@ -133,7 +133,7 @@ def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = Non
     shapes = {"base": (BASE_D_K, BASE_D_V, BASE_S), "wide d_k": (WIDE_D_K, BASE_D_V, BASE_S),
               "wide d_v": (BASE_D_K, WIDE_D_V, BASE_S), "long": (BASE_D_K, BASE_D_V, LONG_S)}
     layouts = {"base": batch_dims}
-    if batch_dims is None:  # batch and heads > 1, then each changed (the x.size(1) bug of chapter 11)
+    if batch_dims is None:  # batch and heads > 1, then each changed (the x.size(1) bug of the `real-code` chapter)
         layouts = dict(LAYOUTS) if accepts_layout(attn, backend) else {"base": ()}
     base_dims = layouts["base"]
     scales, sums = {}, {}

@@ -9,7 +9,7 @@ sentence, not a traceback.  Chapters call them in exercise cells::
 (an exercise whose expected value must not appear in the notebook gets its own check in
 :mod:`lib.exercises`, which computes the expected value from the exercise's inputs and calls these).
 
-Chapter 4 (practice by hand) uses four specific checks that know the usual mistakes and name
+The `practice` chapter (practice by hand) uses four specific checks that know the usual mistakes and name
 them in the verdict (``Verdict.mistake`` holds a short code, e.g. ``"unscaled"``)::
 
     lib.check_dot(answer, q, k)                 # raw q·k or Q Kᵀ
@@ -270,7 +270,7 @@ def check_number(answer, expected, *, name: str | None = None, rtol: float = 1e-
 
 
 # ---------------------------------------------------------------------------
-# Specific self-checks for chapter 4 (practice by hand): dot products, scaled
+# Specific self-checks for the `practice` chapter (practice by hand): dot products, scaled
 # scores, softmax and attention weights.  Each one knows the usual mistakes and
 # names the one it recognises.  None of them raises on the learner's answer.
 # ---------------------------------------------------------------------------
@@ -434,7 +434,7 @@ def _score_mistakes(qa, ka, raw, d_k, *, scaled):
 
 
 def check_dot(answer, q, k, *, name: str | None = None, hint: str = "") -> Verdict:
-    """Check the learner's **unscaled** dot product(s) of ``q`` and ``k`` (chapter 4).
+    """Check the learner's **unscaled** dot product(s) of ``q`` and ``k`` (chapter `practice`).
 
     ``q`` is a vector ``(d_k,)`` or a matrix ``(L, d_k)``; ``k`` a vector ``(d_k,)`` or a matrix
     ``(S, d_k)`` of keys, one per row.  Expected: ``q @ k`` (a number), ``q @ k.T`` (``(S,)``) or
@@ -450,7 +450,7 @@ def check_dot(answer, q, k, *, name: str | None = None, hint: str = "") -> Verdi
 
 
 def check_scaled_scores(answer, q, k, *, name: str | None = None, hint: str = "") -> Verdict:
-    """Check the learner's **scaled** scores ``q·k/√d_k`` (chapter 4).
+    """Check the learner's **scaled** scores ``q·k/√d_k`` (chapter `practice`).
 
     Shapes as in :func:`check_dot`.  Recognised mistakes: ``unscaled`` (forgot the scale),
     ``divided_by_dk`` (divided by d_k instead of √d_k), ``multiplied_by_sqrt_dk``,
@@ -506,7 +506,7 @@ def _rows_hint(a, axis):
 
 
 def check_softmax(answer, scores, *, axis: int = -1, name: str | None = None, hint: str = "") -> Verdict:
-    """Check the learner's softmax of ``scores`` along ``axis`` (chapter 4).
+    """Check the learner's softmax of ``scores`` along ``axis`` (chapter `practice`).
 
     ``scores`` is a vector ``(S,)`` or a matrix ``(L, S)``; the answer has the same shape.  Recognised
     mistakes: ``overflow`` (NaN/inf from ``exp`` of large scores: subtract the maximum),
@@ -530,7 +530,7 @@ def check_softmax(answer, scores, *, axis: int = -1, name: str | None = None, hi
 
 
 def check_attention_weights(answer, q, k, *, name: str | None = None, hint: str = "") -> Verdict:
-    """Check the learner's attention weights ``softmax(q kᵀ/√d_k)`` along the keys (chapter 4).
+    """Check the learner's attention weights ``softmax(q kᵀ/√d_k)`` along the keys (chapter `practice`).
 
     ``q`` is ``(d_k,)`` or ``(L, d_k)``, ``k`` is ``(S, d_k)``; the answer is ``(S,)`` or ``(L, S)``.
     Recognised mistakes: ``unscaled`` (softmax of the raw scores), ``divided_by_dk``, ``wrong_axis``,

@@ -1,7 +1,7 @@
 """Monte Carlo helpers the chapters share: random dot products and their statistics.
 
-Chapter 2 uses the exam-score simulator; chapter 3 checks Var(q·k) = d_k, measures the
-sampling noise of a variance and the excess kurtosis of the scaled score; chapter 8 breaks the
+The `test-scores` chapter uses the exam-score simulator; the `variance` chapter checks Var(q·k) = d_k, measures the
+sampling noise of a variance and the excess kurtosis of the scaled score; the `caveats` chapter breaks the
 assumptions.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ def sample_dot_products(d_k: int, n: int, *, seed=0, sigma_q: float = 1.0, sigma
 
 def exam_totals(n_students: int, n_subjects: int, *, mean: float = 50.0, sd: float = 10.0,
                 rho: float = 0.0, seed=0, return_scores: bool = False):
-    """Total scores of a class of ``n_students`` over ``n_subjects`` subjects (chapter 2).
+    """Total scores of a class of ``n_students`` over ``n_subjects`` subjects (chapter `test-scores`).
 
     Each subject score is Gaussian with mean ``mean`` and standard deviation ``sd``
     (not clipped to 0-100: the analogy needs only the first two moments).  Two
@@ -76,7 +76,7 @@ def exam_totals(n_students: int, n_subjects: int, *, mean: float = 50.0, sd: flo
 
 
 def variance_standard_error(variance, n: int, excess_kurtosis: float = 0.0):
-    """Standard error of the unbiased sample variance s² of ``n`` independent draws (chapter 3).
+    """Standard error of the unbiased sample variance s² of ``n`` independent draws (chapter `variance`).
 
     For draws with variance σ² and excess kurtosis κ (0 for a normal law),
     the unbiased estimator s² = Σ(xᵢ − x̄)²/(n − 1) has mean σ² and, exactly,
@@ -101,7 +101,7 @@ def variance_standard_error(variance, n: int, excess_kurtosis: float = 0.0):
 
 
 def repeated_variances(d_k: int, n: int, repeats: int, *, scale=1.0, seed=0, dtype=np.float64):
-    """``repeats`` independent sample variances, each from ``n`` dot products (chapter 3).
+    """``repeats`` independent sample variances, each from ``n`` dot products (chapter `variance`).
 
     Draws ``n · repeats`` scores with :func:`sample_dot_products` (unit-variance
     components, ``scale`` as there) and returns the unbiased sample variance of
@@ -115,7 +115,7 @@ def repeated_variances(d_k: int, n: int, repeats: int, *, scale=1.0, seed=0, dty
 
 
 def excess_kurtosis(x, axis: int = -1):
-    """Sample excess kurtosis m₄/m₂² − 3 along ``axis`` (chapter 3).
+    """Sample excess kurtosis m₄/m₂² − 3 along ``axis`` (chapter `variance`).
 
     m₂ and m₄ are the central moments with 1/n (the plain plug-in estimate, no
     small-sample correction).  0 for a normal law; 6 for the product of two

@@ -1,4 +1,4 @@
-"""Timing and peak memory for the benchmarks of chapter 10 and ``benchmarks/bench.py``.
+"""Timing and peak memory for the benchmarks of the `speed` chapter and ``benchmarks/bench.py``.
 
 Both time candidates the same way, so the code lives here once:
 

@@ -1,6 +1,6 @@
 """A small task that attention must learn, a one-layer attention model, and its training loop.
 
-Chapter 6 trains this model with the scale 1/√d_k and with scale 1 and compares
+The `training` chapter trains this model with the scale 1/√d_k and with scale 1 and compares
 how fast each learns.  Needs torch (not imported by ``lib/__init__``); use
 ``from lib import training``.
 
@@ -117,7 +117,7 @@ class AttentionRetriever(torch.nn.Module):
 
     ``scale=None`` is 1/√d_k, ``scale=1.0`` the unscaled variant.  W_Q and W_K start
     with N(0, 1/d_in) entries, so for unit-variance inputs every component of q and k
-    has variance about 1: the assumption of chapter 3, under which the raw score
+    has variance about 1: the assumption of the `variance` chapter, under which the raw score
     q·k has variance d_k.
 
     How the score is computed: c q·k_j = x (c W_Q W_Kᵀ) x_jᵀ.  The model forms the
@@ -274,7 +274,7 @@ class Arm:
     ``Arm(lr)`` is the plain model.  With the factors of :func:`unscaled_equivalent`, the scaled
     model (scale 1/√d_k) computes and learns what the unscaled one does, written in the scaled
     model's coordinates; each factor alone is one of the two things removing the scale changes
-    (chapter 7's decomposition, Exercise 7.3's algebra).
+    (the `tuning` chapter's decomposition, Exercise `ex-tuning-init`'s algebra).
     """
 
     lr: float
@@ -384,7 +384,7 @@ def train_grid(d_k: int, seeds, arms, *, steps: int = 300, batch_size: int = 64,
     parameter group per arm).  Nothing mixes the models, so every record equals what
     ``train_grid(d_k, [seed], [arm], ...)`` gives alone, bit for bit (tested), and
     ``train_seeds`` is the grid of one arm.  Returns ``results[i][j]`` for ``arms[i]`` and
-    ``seeds[j]``.  Chapter 6 trains its models with it, chapter 7 its learning-rate sweeps and its decomposition.
+    ``seeds[j]``.  The `training` chapter trains its models with it, the `tuning` chapter its learning-rate sweeps and its decomposition.
     """
     d_k = positive_int("d_k", d_k)
     steps = positive_int("steps", steps)
@@ -532,7 +532,7 @@ def per_query_gradients(model: AttentionRetriever, batch: RetrievalBatch) -> dic
     ‖x_b‖ · ‖∂L_b/∂q_b‖.  One backward pass gives all of them.  Returns NumPy
     arrays of shape (B,): ``grad_q`` (that norm), ``loss`` (per-query cross-entropy),
     ``entropy``, ``max_weight`` and ``match_weight`` (the weight on the key the query
-    copies).  The model's parameters receive no gradient.  Chapter 6 uses it to show
+    copies).  The model's parameters receive no gradient.  The `training` chapter uses it to show
     that a batch gradient can be large while most queries pass almost none.  Runs on the batch's
     device, on one CPU thread there (as :func:`train`).
     """
@@ -622,7 +622,7 @@ def score_stats(w_q, w_k, x) -> tuple[float, float]:
 
     Returns ``(sd_other, mean_self)``: the standard deviation of ``q_i·k_j/√d_k`` over pairs of
     different tokens (i ≠ j), and the mean of the self-scores ``q_i·k_i/√d_k``. Independent random
-    weights give about (1, 0); chapter 8 shows how training moves them.
+    weights give about (1, 0); the `caveats` chapter shows how training moves them.
     """
     _check_qk(w_q, w_k, x.shape[-1])
     with torch.no_grad():
@@ -635,7 +635,7 @@ def score_stats(w_q, w_k, x) -> tuple[float, float]:
 def qk_retrieval_loss(w_q, w_k, batch: RetrievalBatch) -> torch.Tensor:
     """The retrieval task as attention alone: cross-entropy of the query's attention weights
     ``softmax(q·k_j/√d_k)`` against the key it copies (``batch.index``), averaged over the batch.
-    Differentiable in ``w_q`` and ``w_k`` (d_in, d_k); chapter 8 trains only these two."""
+    Differentiable in ``w_q`` and ``w_k`` (d_in, d_k); the `caveats` chapter trains only these two."""
     _check_qk(w_q, w_k, batch.query.shape[-1])
     s = (batch.query @ w_q) @ (batch.keys @ w_k).transpose(-1, -2)   # (B, 1, S)
     return torch.nn.functional.cross_entropy(s[:, 0] / math.sqrt(w_q.shape[1]), batch.index)
@@ -646,7 +646,7 @@ def steps_to_threshold(loss, threshold: float, window: int = 10) -> int:
 
     ``loss`` is a 1-d sequence of per-step losses.  Returns the index of the last step in the
     first such window (so at least ``window - 1``), or ``len(loss)`` if the threshold is never
-    reached.  Chapter 6 uses it to say how fast each model learns.
+    reached.  The `training` chapter uses it to say how fast each model learns.
     """
     x = np.asarray(loss, dtype=float)
     if x.ndim != 1:
@@ -738,13 +738,13 @@ def label_count_baselines(n_keys: int = 16, n_classes: int = 8) -> dict:
 
 def gradient_path(d_k: int, *, scaled: bool, n_queries: int = 200, n_keys: int = 32, d_in: int = 32,
                   n_classes: int = 8, d_v: int = 16, seed: int = 0) -> dict:
-    """Per-query gradient norms at three places of one attention layer: logits, scores, W_Q (ch. 5).
+    """Per-query gradient norms at three places of one attention layer: logits, scores, W_Q (chapter `softmax-saturation`).
 
     A layer in float64 with random inputs, values and labels: ``q = x W_Q``, ``k_j = x_j W_K``,
     scores ``s_j = c q·k_j`` (c = 1/√d_k if ``scaled`` else 1), weights ``p = softmax(s)``,
     logits ``(Σ_j p_j v_j) W_O``, summed cross-entropy.  One backward pass; for each query b it
     returns ``logits`` = ‖∂L/∂logits_b‖, ``scores`` = ‖∂L/∂s_b‖ and ``W_Q`` = ‖∂L_b/∂W_Q‖_F
-    = ‖x_b‖·‖∂L/∂q_b‖ with ∂L/∂q_b = c Σ_j (∂L/∂s_bj) k_j (chapter 5, eq-attention-backprop).
+    = ‖x_b‖·‖∂L/∂q_b‖ with ∂L/∂q_b = c Σ_j (∂L/∂s_bj) k_j (chapter `softmax-saturation`, eq-attention-backprop).
     NumPy arrays of shape (n_queries,), computed on the CPU (one thread).  ``tests/test_training.py``
     checks them against autograd.
     """

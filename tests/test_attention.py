@@ -17,7 +17,7 @@ from conftest import input_grads
 from conftest import make_qkv as _make
 
 DTYPES = [np.float32, np.float64]
-# the reference (the formula as written) and the fast path (chapter 10's speed-ups) pass the same checks
+# the reference (the formula as written) and the fast path (the `speed` chapter's speed-ups) pass the same checks
 IMPLS = [lib.scaled_dot_product_attention, lib.attention_fast]
 
 

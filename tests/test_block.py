@@ -1,4 +1,4 @@
-"""lib.block: the two-layer pre-LN model of chapter 9, against PyTorch's own TransformerEncoderLayer."""
+"""lib.block: the two-layer pre-LN model of the `multi-head` chapter, against PyTorch's own TransformerEncoderLayer."""
 import math
 
 import numpy as np
@@ -102,7 +102,7 @@ def test_training_matches_pytorchs_layers_and_adam():
 
 
 def test_grid_equals_one_at_a_time_runs_bit_for_bit():
-    """Every (arm, seed) of a grid equals the same model trained alone: chapter 9's table relies on it."""
+    """Every (arm, seed) of a grid equals the same model trained alone: the `multi-head` chapter's table relies on it."""
     arms = [training.Arm(0.003), training.Arm(0.01, scale=1.0), training.Arm(0.003, scale=1.0)]
     kw = dict(steps=6, batch_size=8, cfg=block.BlockConfig(d_model=32, n_keys=4))
     grid = block.train_blocks([2, 0], arms, **kw)
@@ -115,7 +115,7 @@ def test_grid_equals_one_at_a_time_runs_bit_for_bit():
 
 
 def test_unscaled_scores_start_with_variance_d_k():
-    """The start of chapter 3: LayerNorm'd tokens and N(0, 1/d_model) projections give unit-variance q, k."""
+    """The start of the `variance` chapter: LayerNorm'd tokens and N(0, 1/d_model) projections give unit-variance q, k."""
     cfg = block.BlockConfig(d_model=128, n_heads=2)
     p = block.init_params(cfg, 0)
     query, keys, labels, _ = _batch(0, batch_size=256, cfg=cfg)

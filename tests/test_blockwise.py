@@ -265,7 +265,7 @@ def test_plain_numpy_path_on_both_sides_of_the_no_shift_bound(rng, q_scale, v_sc
                                    atol=1e-5 * v_scale)
 
 
-# --- the exp2 form (chapter 11): the raw maximum, scale·log2(e) folded into exp2 ---------------------
+# --- the exp2 form (chapter `real-code`): the raw maximum, scale·log2(e) folded into exp2 ---------------------
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("case", CASES[:3])

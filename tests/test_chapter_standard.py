@@ -1,23 +1,25 @@
 """Every chapter meets the chapter standard (COURSE_GUIDE.md): objectives, time, prerequisites,
 at least 3 exercises each with a solution, one code exercise with a lib self-check, key takeaways,
 a Next link (except the last chapter), and {term} links only to terms the glossary defines."""
-import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import chapters  # noqa: E402  (tools/chapters.py: the order lives in _toc.yml)
 BOOK = ROOT / "book"
-CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = [chapters.source(c) for c in chapters.chapters()]
 GLOSSARY = (BOOK / "glossary.md").read_text(encoding="utf-8")
 TERMS = {m.group(1).strip().lower() for m in re.finditer(r"^(\S[^\n]*)\n  \S", GLOSSARY.split("```{glossary}")[1], re.M)}
 
 
 def _cells(path):
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    md = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
-    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    cells = chapters.cells(path)
+    md = [c["source"] for c in cells if c["cell_type"] == "markdown"]
+    code = [c["source"] for c in cells if c["cell_type"] == "code"]
     return md, code
 
 
@@ -27,8 +29,8 @@ def test_chapter_standard(path):
     text = "\n".join(md)
     first = md[0] if md else ""
     problems = []
-    if not re.search(r"^\(ch\d\d\)=", first, re.M):
-        problems.append("first markdown cell has no (chNN)= label")
+    if not re.search(rf"^\({chapters.label(path.stem)}\)=", first, re.M):
+        problems.append(f"first markdown cell has no ({chapters.label(path.stem)})= label")
     if "In this chapter" not in first or len(re.findall(r"^\d\. ", first, re.M)) < 3:
         problems.append("no 'In this chapter' admonition with at least 3 numbered objectives")
     if not re.search(r"\*\*Time:\*\*\s*about \d+ minutes", first):
@@ -65,10 +67,8 @@ def test_glossary_terms_have_japanese():
 def test_only_code_is_folded():
     """The Japanese edition's fold buttons say コードを表示 (locales/ja/conf.yml): right only while the
     chapters fold code (hide-input), not outputs or whole cells."""
-    import json
-
-    for nb in sorted((ROOT / "book").glob("*.ipynb")):
-        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+    for nb in CHAPTERS:
+        for cell in chapters.cells(nb):
             tags = set(cell.get("metadata", {}).get("tags", []))
             assert not tags & {"hide-output", "hide-cell"}, \
                 f"{nb.name}: a folded output or cell; reword nb_code_prompt_show in locales/ja/conf.yml"
@@ -102,18 +102,18 @@ def test_first_week_core(path):
     assert core == [need[0] + 1], f"{path.name}: no '**First-week core:**' paragraph right after the prerequisites"
     assert re.search(r"\b(?:[Gg]oing|go(?:es)?) further\b", paras[core[0]]), \
         f"{path.name}: the core paragraph does not say what goes further"
-    # the exercises it names are this chapter's (a renumbering once left "exercises 8.1 and 8.3" in chapter 9),
-    # in English and in the Japanese catalog
-    number = int(path.stem[:2])
-    n_exercises = sum(m.count("```{exercise}") for m in _cells(path)[0])
+    # the exercises it names are this chapter's (a renumbering once left another chapter's exercise
+    # numbers in one), named by label ({numref}), never by a number typed in; English and Japanese
+    labels = set(re.findall(r"```\{exercise\}[^\n]*\n:label: (\S+)", "\n".join(_cells(path)[0])))
     core_en = "\n".join(line for line in paras[core[0]].splitlines() if not line.startswith(":::"))
     for lang in ("en", "ja"):
         text = core_en if lang == "en" else _ja_msgstr(path, core_en)
-        lists = re.findall(r"(?:[Ee]xercises?|演習)\s*((?:\d+\.\d+(?:,\s*|\s+and\s+|\s*と\s*|、)?)+)", text)
-        named = [(int(a), int(b)) for group in lists for a, b in re.findall(r"(\d+)\.(\d+)", group)]
-        wrong = [f"{a}.{b}" for a, b in named if a != number or not 1 <= b <= n_exercises]
-        assert not wrong, f"{path.name} ({lang}): the core paragraph names exercises {wrong}; " \
-                          f"this chapter has {number}.1 to {number}.{n_exercises}"
+        typed = re.findall(r"(?:[Ee]xercises?|演習)\s*\d+\.\d+", text)
+        assert not typed, f"{path.name} ({lang}): exercise numbers typed by hand: {typed}; use {{numref}}"
+        named = re.findall(r"<(ex-[^>]+)>", text)
+        wrong = [x for x in named if x not in labels]
+        assert not wrong, f"{path.name} ({lang}): the core paragraph names exercises {wrong} of another " \
+                          f"chapter; this chapter's are {sorted(labels)}"
 
 
 def _ja_msgstr(path, msgid):
@@ -151,7 +151,7 @@ def test_times_agree_with_the_chapters():
     for name, text, cols in (("instructor guide", guide, (-2,)), ("intro", intro, (-1,))):
         seen = {}
         for row in _table_rows(text):
-            docs = [c for c in row if re.fullmatch(r"\{doc\}`\d\d_\w+`", c)]
+            docs = [c for c in row if re.fullmatch(r"\{doc\}`\w+`", c) and c[6:-1] in minutes]
             if docs:
                 stem = docs[0][6:-1]
                 seen[stem] = [int(re.fullmatch(r"(\d+) min", row[c]).group(1)) for c in cols]
@@ -159,7 +159,7 @@ def test_times_agree_with_the_chapters():
         for stem, (m,) in seen.items():
             assert m == minutes[stem], f"{name}: {stem} has {m} min, the chapter says {minutes[stem]}"
     for row in _table_rows(guide):
-        docs = [c for c in row if re.fullmatch(r"\{doc\}`\d\d_\w+`", c)]
+        docs = [c for c in row if re.fullmatch(r"\{doc\}`\w+`", c) and c[6:-1] in minutes]
         if docs:
             stem = docs[0][6:-1]
             assert row[-1] == f"{classroom_minutes(minutes[stem])} min", (stem, row[-1])
@@ -175,7 +175,7 @@ def test_schedules_add_up():
     chapter gets its classroom time (summed over its blocks), and no block of a chapter is longer
     than 65 minutes without a break."""
     minutes = chapter_minutes()
-    by_number = {int(stem[:2]): stem for stem in minutes}
+    by_label = {chapters.label(stem): stem for stem in minutes}
     guide = (BOOK / "instructor_guide.md").read_text(encoding="utf-8")
     tables, current = [], []
     for line in guide.splitlines() + [""]:
@@ -193,11 +193,12 @@ def test_schedules_add_up():
             assert stop > start and (end is None or start == end), f"gap or overlap at {line[:40]}"
             end = stop
             block = line.split("|")[2]
-            m = re.match(r"\s*\{numref\}`Chapter %s <ch(\d\d)>`", block)
+            m = re.match(r"\s*\{numref\}`Chapter %s <([\w-]+)>`", block)
             if m:
                 assert stop - start <= 65, f"a block over 65 minutes: {line[:60]}"
-                n = int(m.group(1))
+                n = m.group(1)
+                assert n in by_label, f"a schedule block names {n!r}, which is not a chapter"
                 per_chapter[n] = per_chapter.get(n, 0) + stop - start
         for n, got in per_chapter.items():
-            want = classroom_minutes(minutes[by_number[n]])
+            want = classroom_minutes(minutes[by_label[n]])
             assert got == want, f"chapter {n}: {got} min in a schedule, its classroom time is {want}"

@@ -9,10 +9,10 @@ import pytest
 
 import lib
 
-# --- chapter 1 -----------------------------------------------------------------------------------
+# --- formula -------------------------------------------------------------------------------------
 
 def _ch01_inputs():
-    # the worked example of chapter 1
+    # the worked example of the `formula` chapter
     Q = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
     K = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0]])
     V = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
@@ -79,7 +79,7 @@ def test_ch01_attention_output_bad_inputs_raise():
         lib.check_attention_output(None, Q * np.nan, K, V)
 
 
-# --- chapter 2 -----------------------------------------------------------------------------------
+# --- test-scores ---------------------------------------------------------------------------------
 
 def test_ch02_rescaled_totals():
     t = lib.exam_totals(500, 30, mean=50.0, sd=10.0, seed=30)
@@ -108,10 +108,10 @@ def test_ch02_rescaled_totals():
         lib.check_rescaled_totals(right, t.reshape(20, 25), 30)
 
 
-# --- chapter 3 -----------------------------------------------------------------------------------
+# --- variance ------------------------------------------------------------------------------------
 
 def _ch03_draw(seed, n=20_000, d=128, layout="rows"):
-    """The simulation of exercise 3.2 written independently of lib, in the layouts a learner uses."""
+    """The simulation of Exercise `ex-variance-code` written independently of lib, in the layouts a learner uses."""
     rng = np.random.default_rng(seed)
     if layout == "rows":
         q, k = rng.standard_normal((n, d)), rng.standard_normal((n, d))
@@ -180,7 +180,7 @@ def test_ch03_scaled_variance_band_is_three_standard_errors():
     assert not v.ok and v.mistake == "unlucky_seed"
 
 
-# --- chapter 4 -----------------------------------------------------------------------------------
+# --- practice ------------------------------------------------------------------------------------
 
 def test_ch04_scores_shape():
     Q, K = np.zeros((2, 3)), np.ones((5, 3))
@@ -244,7 +244,7 @@ def test_ch04_predictions():
 
 
 
-# --- chapter 5 -----------------------------------------------------------------------------------
+# --- softmax-saturation --------------------------------------------------------------------------
 
 def _temperature_reference(z, tau):
     """Independent: the derivative of softmax(z/τ) with respect to z by PyTorch autograd, largest entry."""
@@ -277,7 +277,7 @@ def test_temperature_jacobian_names_the_typical_mistakes():
     for mistake, answer in cases.items():
         v = lib.check_temperature_jacobian(answer, CH5_Z, CH5_TAUS)
         assert not v.ok and v.mistake == mistake, (mistake, v)
-    # the first entry (tau = 1) is the saturated value of chapter 5, not a rounding artefact
+    # the first entry (tau = 1) is the saturated value of the `softmax-saturation` chapter, not a rounding artefact
     assert abs(right[0] - 2 * np.exp(-10) / (1 + 2 * np.exp(-10)) ** 2) < 1e-9
 
 
@@ -295,7 +295,7 @@ def test_temperature_jacobian_rejects_bad_inputs(z, taus):
         lib.check_temperature_jacobian(0.1, z, taus)
 
 
-# --- chapter 6 -----------------------------------------------------------------------------------
+# --- training ------------------------------------------------------------------------------------
 
 def _steps_reference(loss, threshold, window):
     """Independent: a plain loop over the windows."""
@@ -338,7 +338,7 @@ def test_steps_to_threshold_check_rejects_bad_inputs(loss, kw):
         lib.check_steps_to_threshold(5, loss, **kw)
 
 
-# --- chapter 7 -----------------------------------------------------------------------------------
+# --- tuning --------------------------------------------------------------------------------------
 
 class _Run:
     """A stand-in for a training result: steps to a loss below 1 nat and below 0.3 nats."""
@@ -379,7 +379,7 @@ def test_best_against_best_check_rejects_bad_inputs(results, kw):
         lib.check_best_against_best(1.0, results, **kw)
 
 
-# --- chapter 8 -----------------------------------------------------------------------------------
+# --- caveats -------------------------------------------------------------------------------------
 
 def _moments_by_quadrature(d_k, rho, sq, sk):
     """Raw E[q·k] and Var(q·k) by Gauss-Hermite quadrature over one correlated normal pair (no Isserlis)."""
@@ -419,7 +419,7 @@ def test_correlated_moments_agree_with_a_simulation():
     assert abs(z.var() / (var / d_k) - 1) < 0.03
 
 
-# The exercise of chapter 8: d_k = 256, ρ = 0.1, unit standard deviations: right [1.6, 1.01].
+# The exercise of the `caveats` chapter: d_k = 256, ρ = 0.1, unit standard deviations: right [1.6, 1.01].
 _EX = dict(d_k=256, rho=0.1)
 
 
@@ -474,7 +474,7 @@ def test_correlated_moments_bad_inputs_raise(kwargs, exc):
 
 
 
-# --- chapter 9 -----------------------------------------------------------------------------------
+# --- multi-head ----------------------------------------------------------------------------------
 
 def _torch_count(d_model, h, bias=True):
     """Independent count: PyTorch's own multi-head layer and lib's, parameter by parameter."""
@@ -532,18 +532,21 @@ def test_mha_params_bad_inputs_raise_named_errors():
 
 
 
-# --- chapter 10 -----------------------------------------------------------------------------------
-import json  # noqa: E402
+# --- speed ----------------------------------------------------------------------------------------
 import math  # noqa: E402
 import re  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import chapters  # noqa: E402
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
 
 def _solution_text(notebook, label):
     """The text of the dropdown solution of exercise ``label`` in ``notebook`` (book/<notebook>)."""
-    cells = json.loads((BOOK / notebook).read_text(encoding="utf-8"))["cells"]
+    cells = chapters.cells(BOOK / notebook)
     md = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     m = re.search(r"```\{solution\} " + re.escape(label) + r"\n(.*?)\n```", md, re.S)
     assert m, f"no solution for {label} in {notebook}"
@@ -606,9 +609,9 @@ def test_check_logsumexp_bad_inputs_raise():
         lib.check_logsumexp(1.0, [1.0], block=0)
 
 
-def test_chapter9_hand_solutions_state_the_right_numbers():
-    # Exercise 10.1: 16 heads, d_k = 128, L = S = 8192, bfloat16
-    text = _solution_text("10_speed.ipynb", "ex-10-cost")
+def test_speed_hand_solutions_state_the_right_numbers():
+    # Exercise `ex-speed-cost`: 16 heads, d_k = 128, L = S = 8192, bfloat16
+    text = _solution_text("speed.md", "ex-speed-cost")
     import torch
 
     scores = torch.empty(16, 8192, 8192, dtype=torch.bfloat16, device="meta")  # no memory is used
@@ -617,14 +620,14 @@ def test_chapter9_hand_solutions_state_the_right_numbers():
     gflop = 16 * 4 * 8192 * 8192 * 128 / 1e9
     assert "about 550 GFLOP" in text and abs(gflop - 550) < 1
     assert f"{gflop * 1e9:.1e}".startswith("5.5e+11") and "5.5 \\times 10^{11}" in text
-    # Exercise 10.2: the online step from (1, 0) to (3)
-    text = _solution_text("10_speed.ipynb", "ex-10-hand")
+    # Exercise `ex-speed-hand`: the online step from (1, 0) to (3)
+    text = _solution_text("speed.md", "ex-speed-hand")
     assert f"{math.exp(-2):.3f}" in text  # the rescaling factor 0.135
     new_l = math.exp(-2) * (1 + math.exp(-1)) + 1
     assert f"{new_l:.3f}" in text and abs(new_l - sum(math.exp(s - 3) for s in (1, 0, 3))) < 1e-12
 
 
-# --- chapter 11 ----------------------------------------------------------------------------------
+# --- real-code -----------------------------------------------------------------------------------
 def _softmax_rows(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -675,9 +678,9 @@ def test_check_attention_function_with_a_custom_rule_and_torch():
     assert not v.ok and v.mistake == "default"
 
 
-def test_chapter10_hand_solutions_state_the_right_numbers():
-    # Exercise 11.1: q pre-scaled by head_dim ** -0.5 and SDPA's default on top, head_dim = 128
-    text = _solution_text("11_real_code.ipynb", "ex-11-double")
+def test_real_code_hand_solutions_state_the_right_numbers():
+    # Exercise `ex-real-code-double`: q pre-scaled by head_dim ** -0.5 and SDPA's default on top, head_dim = 128
+    text = _solution_text("real_code.md", "ex-real-code-double")
     import torch
     import torch.nn.functional as F
 
@@ -686,14 +689,14 @@ def test_chapter10_hand_solutions_state_the_right_numbers():
     twice = F.scaled_dot_product_attention(q * 128 ** -0.5, k, v)    # the exercise's bug, measured
     assert torch.allclose(twice, F.scaled_dot_product_attention(q, k, v, scale=1 / 128))
     assert "$1/128$" in text and "scale=1.0" in text
-    # Exercise 11.2: 8/d_k against 1/sqrt(d_k)
-    text = _solution_text("11_real_code.ipynb", "ex-11-mup")
+    # Exercise `ex-real-code-mup`: 8/d_k against 1/sqrt(d_k)
+    text = _solution_text("real_code.md", "ex-real-code-mup")
     assert lib.mup_scale(64) == pytest.approx(1 / math.sqrt(64))      # lib's muP scale, 8/d_k
     assert "8/64 = 1/8 = 1/\\sqrt{64}" in text
     assert f"{lib.mup_scale(128):.4f}" in text and f"{1 / math.sqrt(128):.4f}" in text
     assert (1 / math.sqrt(128)) / (8 / 128) == pytest.approx(math.sqrt(2)) and "\\sqrt 2" in text
-    # Exercise 11.3: float16 overflow of q·k = d_k r² at d_k = 64, raw and with q pre-scaled
-    text = _solution_text("11_real_code.ipynb", "ex-11-f16")
+    # Exercise `ex-real-code-f16`: float16 overflow of q·k = d_k r² at d_k = 64, raw and with q pre-scaled
+    text = _solution_text("real_code.md", "ex-real-code-f16")
     f16_max = float(np.finfo(np.float16).max)
     r_raw, r_pre = math.sqrt(f16_max / 64), math.sqrt(f16_max / 8)
     assert f"{f16_max / 64:.1f}" in text and f"{r_raw:.1f}" in text

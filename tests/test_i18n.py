@@ -232,13 +232,13 @@ def _bookext():
 def test_every_learner_prompt_has_a_japanese_translation():
     """The prompts of the cells a learner edits ("# your code here") are replaced in the Japanese
     notebooks from prompts.po: a prompt added to a chapter without a translation fails here."""
-    import json
-
     bookext = _bookext()
+    import chapters  # tools/chapters.py, on the path from _bookext()
+
     root = Path(i18n.__file__).resolve().parents[1]
     found = {}
-    for nb in sorted((root / "book").glob("*.ipynb")):
-        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+    for nb in sorted((root / "book").glob("*.md")):
+        for cell in (chapters.read(nb) or {"cells": []})["cells"]:
             if cell["cell_type"] == "code":
                 for p in bookext.prompts("".join(cell["source"])):
                     found[p] = nb.name

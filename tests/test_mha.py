@@ -67,7 +67,7 @@ def test_gradients_flow_to_all_projections():
 
 @pytest.mark.parametrize("num_heads", [1, 4, 16])
 def test_parameter_count_and_matmul_flops_do_not_depend_on_heads(num_heads):
-    """Chapter 9: 4d² + 4d parameters and 8Ld² + 4L²d matmul FLOPs, whatever the number of heads."""
+    """The `multi-head` chapter: 4d² + 4d parameters and 8Ld² + 4L²d matmul FLOPs, whatever the number of heads."""
     from torch.utils.flop_counter import FlopCounterMode
 
     d, L = 64, 10

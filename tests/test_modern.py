@@ -1,4 +1,4 @@
-"""lib.modern against PyTorch and exact math (chapter 8)."""
+"""lib.modern against PyTorch and exact math (chapter `caveats`)."""
 import math
 
 import numpy as np

@@ -14,23 +14,26 @@ from __future__ import annotations
 
 import ast
 import builtins
-import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
-PAGES = sorted(BOOK.glob("*.md"))
+sys.path.insert(0, str(ROOT / "tools"))
+import chapters  # noqa: E402
+
+CHAPTERS = [chapters.source(c) for c in chapters.chapters()]
+PAGES = sorted(p for p in BOOK.glob("*.md") if p not in CHAPTERS)
 MAX_LINE = 80
 HIDDEN_TAGS = {"remove-cell", "remove-input"}
 FENCE = re.compile(r"^(`{3,}|~{3,})([^\n`]*)\n(.*?)^\1\s*$", re.M | re.S)
 
 
 def _cells(path):
-    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return chapters.cells(path)
 
 
 def _src(cell):

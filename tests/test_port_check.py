@@ -1,5 +1,5 @@
 """lib.port_check: the recipe's reference against PyTorch's own attention, and the port check naming
-each mistake (chapter 12).
+each mistake (chapter `porting`).
 
 The reference is compared with ``F.scaled_dot_product_attention`` given an explicit ``scale`` and an
 additive ``attn_mask`` (ALiBi, causal, window), with FlexAttention's ``score_mod`` (the cap), and with

@@ -30,7 +30,7 @@ def test_nothing_is_recorded_without_opt_in(tmp_path, monkeypatch):
 def test_a_learner_s_record(tmp_path, monkeypatch):
     f = tmp_path / "progress.jsonl"
     monkeypatch.setenv("BOOK_PROGRESS_FILE", str(f))
-    monkeypatch.setenv("JPY_SESSION_NAME", "/home/sato/04_practice.ipynb")
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/sato/practice.ipynb")
     assert lib.record_progress("Sato") == f
     _show(lib.check_dot([[1.0, 1.0]], Q2, K2))            # wrong
     _show(lib.check_dot([[1.0, 0.0]], Q2, K2))            # right
@@ -38,7 +38,7 @@ def test_a_learner_s_record(tmp_path, monkeypatch):
     lines = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines()]
     assert [x.get("event") for x in lines] == ["start", None, None]
     assert [x.get("ok") for x in lines[1:]] == [False, True]
-    assert all(x["learner"] == "Sato" and x["notebook"] == "04_practice" and x["check"] == "check_dot"
+    assert all(x["learner"] == "Sato" and x["notebook"] == "practice" and x["check"] == "check_dot"
                for x in lines[1:])
     assert "answer" not in json.dumps(lines)              # the answer itself is not recorded
     assert lib.stop_recording() and not f.exists()
@@ -65,10 +65,10 @@ def test_cohort_report_of_two_learners(tmp_path, monkeypatch):
     raw = (Q2 @ K2.T)
     right = raw / np.sqrt(2)
     # Aiko: one unscaled try, then right. Ben: three tries, all wrong (unscaled, divided by d_k, ...).
-    _learner(home, "aiko", {"04_practice": [raw, right]}, monkeypatch)
-    _learner(home, "ben", {"04_practice": [raw, raw / 2, raw * 3]}, monkeypatch)
+    _learner(home, "aiko", {"practice": [raw, right]}, monkeypatch)
+    _learner(home, "ben", {"practice": [raw, raw / 2, raw * 3]}, monkeypatch)
     s = progress.summarise(progress.gather([home]))
-    ex = "04_practice: check_scaled_scores"
+    ex = "practice: check_scaled_scores"
     assert s["learners"] == ["aiko", "ben"] and s["exercises"] == [ex]
     assert progress.by_learner_exercise(s) == {"aiko": {ex: (True, 2)}, "ben": {ex: (False, 3)}}
     assert s["per_learner"]["aiko"]["passed"] == 1 and s["per_learner"]["aiko"]["stuck"] == []

@@ -1,4 +1,4 @@
-"""lib.saturation against PyTorch autograd and exact values (chapter 5)."""
+"""lib.saturation against PyTorch autograd and exact values (chapter `softmax-saturation`)."""
 import math
 
 import numpy as np
@@ -93,7 +93,7 @@ def test_one_query_attention_rejects_bad_input(kwargs, error):
 
 
 def test_article_examples_known_values():
-    """The article's inputs (10, 0, 0) and (50, 0, 0): values that chapter 5 glues (facts.md)."""
+    """The article's inputs (10, 0, 0) and (50, 0, 0): values that the `softmax-saturation` chapter glues (facts.md)."""
     p10 = lib.softmax(np.array([10.0, 0.0, 0.0]))
     np.testing.assert_allclose(p10, [0.9999092, 4.5395e-5, 4.5395e-5], rtol=1e-4)
     np.testing.assert_allclose(np.abs(lib.softmax_jacobian(p10)).max(), 9.0786e-5, rtol=1e-4)

@@ -1,4 +1,4 @@
-"""lib.infer_scale: the scale an attention function applies, measured by probing it (chapter 11).
+"""lib.infer_scale: the scale an attention function applies, measured by probing it (chapter `real-code`).
 
 Every implementation below is written independently of lib (NumPy softmax or PyTorch), in the style
 of real code; the probe must name each one's mistake and pass the correct ones.

@@ -41,7 +41,7 @@ def test_number():
 
 
 # ---------------------------------------------------------------------------
-# Chapter 4's specific checks: every right answer passes, every recognised
+# The `practice` chapter's specific checks: every right answer passes, every recognised
 # mistake is named, and no learner input raises.
 # ---------------------------------------------------------------------------
 import math

@@ -34,7 +34,7 @@ def test_seeded_and_validated():
         lib.sample_dot_products(4, 5, rho=1.5)
 
 
-# ---- exam totals (chapter 2) -------------------------------------------------------------
+# ---- exam totals (chapter `test-scores`) -------------------------------------------------------------
 
 @pytest.mark.parametrize("n_subjects", [1, 5, 20])
 def test_exam_totals_moments(n_subjects):
@@ -83,7 +83,7 @@ def test_exam_totals_seeded_and_validated():
         lib.exam_totals(5, 5, mean="fifty")
 
 
-# ---- the sampling noise of a variance (chapter 3) ----------------------------------------
+# ---- the sampling noise of a variance (chapter `variance`) ----------------------------------------
 
 def test_variance_standard_error_exact_values():
     # Normal, n = 2: s² = σ²·χ²₁, so Var(s²) = 2σ⁴ and SE = √2·σ²
@@ -128,7 +128,7 @@ def test_repeated_variances_scaled_and_seeded():
         lib.variance_standard_error(1.0, 10, -3.0)
 
 
-# ---- excess kurtosis (chapter 3) ---------------------------------------------------------
+# ---- excess kurtosis (chapter `variance`) ---------------------------------------------------------
 
 def test_excess_kurtosis_exact_values():
     assert lib.excess_kurtosis([-1.0, 1.0]) == pytest.approx(-2.0)

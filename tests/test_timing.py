@@ -1,4 +1,4 @@
-"""lib.timing: the interleaved timing loop and the tracemalloc probe shared by chapter 10 and bench.py."""
+"""lib.timing: the interleaved timing loop and the tracemalloc probe shared by the `speed` chapter and bench.py."""
 import tracemalloc
 
 import numpy as np

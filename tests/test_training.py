@@ -1,4 +1,4 @@
-"""lib.training: the retrieval task, the model (against PyTorch's attention), the loop (chapter 6)."""
+"""lib.training: the retrieval task, the model (against PyTorch's attention), the loop (chapter `training`)."""
 import math
 
 import numpy as np
@@ -67,7 +67,7 @@ def test_model_attention_equals_pytorch(scale, d_k):
 
 
 def test_model_init_gives_unit_variance_q_and_k():
-    """Chapter 3's assumption: components of q and k have variance about 1."""
+    """The `variance` chapter's assumption: components of q and k have variance about 1."""
     m = training.AttentionRetriever(64, 256, 8, generator=torch.Generator().manual_seed(0))
     b = batch(2, batch_size=256, d_in=64, noise=0.0)
     with torch.no_grad():
@@ -321,7 +321,7 @@ def test_label_count_baselines_reject_bad_input(bad, error):
         training.label_count_baselines(**bad)
 
 
-# --------------------------------------------------------------------------- chapter 5's gradient path
+# --------------------------------------------------------------------------- the `softmax-saturation` chapter's gradient path
 @pytest.mark.parametrize("scaled", [True, False])
 def test_gradient_path_matches_autograd_per_query(scaled):
     r = training.gradient_path(16, scaled=scaled, n_queries=5, n_keys=6, d_in=8, seed=3)
@@ -417,7 +417,7 @@ def test_train_grid_matches_a_plain_pytorch_loop(optimizer):
 
 @pytest.mark.parametrize("optimizer, lr", [("adam", 0.01), ("sgd", 0.1)])
 def test_unscaled_equivalent_trains_like_the_unscaled_model(optimizer, lr):
-    """Exercise 7.3's algebra: the scaled model with both factors learns what the unscaled one does.
+    """Exercise `ex-tuning-init`'s algebra: the scaled model with both factors learns what the unscaled one does.
 
     To float tolerance (Adam's ε and rounding differ between the two coordinates); each factor alone
     gives a different run, so the check can fail.
@@ -461,7 +461,7 @@ def test_arm_and_grid_reject_bad_input():
 
 
 def test_batch_stream_gives_the_same_runs_bit_for_bit():
-    """Drawing the batches once and reusing them must change nothing (chapter 6 reuses one stream)."""
+    """Drawing the batches once and reusing them must change nothing (the `training` chapter reuses one stream)."""
     arms = [training.Arm(0.01), training.Arm(0.003, scale=1.0)]
     stream = training.batch_stream([2, 0], 10, batch_size=16)
     assert stream.steps == 10 and stream.keys[0].shape == (2, 16, 16, 32)

@@ -145,7 +145,7 @@ def test_executed_notebook_refuses_an_uncached_chapter(tmp_path):
         execution_cache_path=str(tmp_path / "cache"))))
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
     with pytest.raises(upstream.NotExecuted, match="not in the execution cache"):
-        upstream.executed_notebook(app, "book/99_x.ipynb", nb)
+        upstream.executed_notebook(app, "book/nowhere.md", nb)
 
 
 def test_contributing_explains_every_patch():

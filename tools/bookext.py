@@ -68,11 +68,9 @@ def _learner_notebooks(app: Sphinx, exception):
     written = learner.write_all(app, app._book_pages_written)
     lang = app.config.language or "en"
     if lang != "en":
-        sources = Path(app.outdir) / "_sources"
-        for path in written:
+        for path, copy in written:
             _translate_prompts(path, lang)
-            copy = sources / "book" / path.name
-            if "learner" in path.parts and copy.is_file():
+            if copy is not None:
                 _translate_prompts(copy, lang)
     logging.getLogger(__name__).info(f"[bookext] {len(written)} learner and trainer notebooks in "
                                      f"_build/notebooks/{app.config.language or 'en'}/")

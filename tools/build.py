@@ -134,7 +134,7 @@ def build_html(lang: str) -> int:
 def _remove_orphan_pages(html: Path) -> None:
     """Sphinx never deletes an output page: a renamed or removed chapter would stay in the site (and
     in the browser test) as a stale page. Remove every page of book/ whose source is gone."""
-    sources = {p.stem for p in (ROOT / "book").iterdir() if p.suffix in (".ipynb", ".md")}
+    sources = {p.stem for p in (ROOT / "book").iterdir() if p.suffix == ".md"}
     for page in sorted((html / "book").glob("*.html")):
         if page.stem not in sources:
             print(f"build: removing {page.relative_to(BUILD)} (its source is gone)", flush=True)

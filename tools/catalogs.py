@@ -7,9 +7,9 @@
     python tools/catalogs.py check         the checker run by ``make test`` (see below); prints the
                                        progress of every page
     python tools/catalogs.py todo PAGE     the untranslated and fuzzy messages of one page, e.g.
-                                       ``todo book/05_softmax_saturation`` (or ``lib``)
+                                       ``todo book/softmax_saturation`` (or ``lib``)
 
-One catalog per page (``book/01_formula.po`` ...), plus ``lib.po`` for the messages lib shows (self-check
+One catalog per page (``book/formula.po`` ...), plus ``lib.po`` for the messages lib shows (self-check
 verdicts), plus hand-written catalogs for the extensions' own words (``exercise.po``, ``proof.po``,
 ``sphinx.po``). A page's catalog holds its prose (extracted by Sphinx's gettext builder) and the strings
 its code shows in figures and widgets (every ``tr("...")`` of its code cells, marked ``#. code``).

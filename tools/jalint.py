@@ -229,7 +229,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("termbase")
     lp = sub.add_parser("lint")
-    lp.add_argument("pages", nargs="*", help="catalogs, e.g. book/05_softmax_saturation or lib")
+    lp.add_argument("pages", nargs="*", help="catalogs, e.g. book/softmax_saturation or lib")
     lp.add_argument("--summary", action="store_true", help="counts only; exit 0")
     args = ap.parse_args(argv)
     if args.cmd == "termbase":

@@ -1,25 +1,27 @@
 """Notebooks for learners and trainers, written from the book as Sphinx resolved it.
 
-Called by ``tools/bookext.py`` at the end of every HTML build, for each chapter (``book/*.ipynb``) and in
-the edition's language. The resolved document already holds what the HTML page shows: glued numbers and
+Called by ``tools/bookext.py`` at the end of every HTML build, for each chapter (``book/<topic>.md``)
+and in the edition's language. The resolved document already holds what the HTML page shows: glued numbers and
 figures, the numbers of figures, equations, exercises and theorems, references as text and, in the
 Japanese edition, the translated prose. Each chapter gives two notebooks, in
 ``_build/notebooks/<lang>/``:
 
-- ``learner/NN_name.ipynb``: plain Jupyter Markdown that stock JupyterLab renders (numbers filled in,
-  figures embedded, admonitions as quotes, exercises and theorems numbered as in the book, solutions
+- ``learner/NN_topic.ipynb`` (NN: the chapter's place in ``_toc.yml``, so that a file browser lists
+  them in the book's order; ``primer.ipynb`` for the primer): plain Jupyter Markdown that stock
+  JupyterLab renders (numbers filled in, figures embedded, admonitions as quotes, exercises and theorems numbered as in the book, solutions
   folded in ``<details>``, code solutions as text inside them); every code cell of the chapter, in order,
   with the set-up and the hidden checks folded (``jupyter.source_hidden``); no outputs; no cell that
   only checks the book's own solution (tag ``solution-check``), so nothing in it computes an answer.
-  The HTML book's download button offers it (it replaces ``_sources/book/NN_name.ipynb``).
-- ``trainer/NN_name.ipynb``: the same with the outputs of the build's execution, and the code solutions
+  The HTML book's download button offers it (it replaces ``_sources/book/<topic>.ipynb``, the
+  notebook the theme offers for a MyST page).
+- ``trainer/NN_topic.ipynb``: the same with the outputs of the build's execution, and the code solutions
   as runnable code cells after their folded text.
 
 In the Japanese edition both start with a folded cell ``lib.set_language("ja")``, so figures and
 self-check verdicts come out in Japanese wherever the notebook runs.
 
 Links between pages become plain text (the notebooks travel without the HTML book), links within the
-page become anchors (``#fig-ch02-exam``), links to the web stay links. A node this writer does not know
+page become anchors (``#fig-test-scores-exam``), links to the web stay links. A node this writer does not know
 is an error, so a new construct in a chapter cannot silently vanish from the learner's notebook.
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import base64
 import copy
 import html as html_lib
+import os
 import re
 from pathlib import Path
 
@@ -34,6 +37,7 @@ import nbformat
 from docutils import nodes
 from sphinx import addnodes
 
+import chapters
 from upstream import cell_index_of_line, code_source, executed_notebook, is_code_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,7 +255,7 @@ class Writer:
         return "\n\n".join(s for s in (anchors + "\n" + "\n\n".join(images), text) if s.strip())
 
     def title_of(self, node, figtype) -> str:
-        """'Exercise 2.1 (Shapes)' / '演習 2.1（行列の形）', as the HTML page numbers and brackets it."""
+        """'Exercise N.M (Shapes)' / '演習 N.M（行列の形）', as the HTML page numbers and brackets it."""
         title = node.children[0]
         num = self.number(figtype, node)
         sub = ""
@@ -502,9 +506,9 @@ def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
     metadata.pop("jupytext", None)
     nb = nbformat.v4.new_notebook(cells=head + cells, metadata=metadata)
     nb.metadata["language"] = lang
-    for cell in nb.cells:
-        if "id" not in cell:
-            cell["id"] = nbformat.corpus.words.generate_corpus_id()
+    page = docname.rsplit("/", 1)[-1]
+    for i, cell in enumerate(nb.cells):   # ids that a rebuild keeps (a MyST source has none)
+        cell["id"] = f"{page}-{i:03d}"
     return nb
 
 
@@ -512,31 +516,27 @@ def read_notebook(path: Path):
     """The notebook of a page: an .ipynb chapter, or a MyST Markdown notebook (a page with a
     jupytext/kernelspec header, such as the primer) as myst-nb reads it, with its source_map; None for
     a plain Markdown page."""
-    if path.suffix == ".ipynb":
-        return nbformat.read(path, as_version=4)
-    if path.suffix == ".md":
-        from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
-
-        text = path.read_text(encoding="utf-8")
-        if is_myst_markdown_notebook(text):
-            return read_myst_markdown_notebook(text, add_source_map=True, path=path)
-    return None
+    return chapters.read(path) if path.suffix == ".md" else None
 
 
-def write_all(app, pages_written: set[str] | None = None) -> list[Path]:
+def write_all(app, pages_written: set[str] | None = None) -> list[tuple[Path, Path | None]]:
     """Write the notebooks of every chapter whose HTML page this build wrote (``pages_written``; all
     chapters if None), and of any chapter whose notebooks are missing or older than this writer, so
-    that a warm rebuild after one prose edit rewrites one chapter's notebooks, not all of them."""
+    that a warm rebuild after one prose edit rewrites one chapter's notebooks, not all of them.
+    Returns each notebook written with the copy the page's download button offers (None for a
+    trainer's notebook). ``BOOK_NOTEBOOKS`` (a folder) replaces ``_build/notebooks``."""
     lang = app.config.language or "en"
-    base = ROOT / "_build" / "notebooks" / lang
+    base = Path(os.environ.get("BOOK_NOTEBOOKS") or ROOT / "_build" / "notebooks") / lang
     writer_mtime = Path(__file__).stat().st_mtime
-    written = []
+    toc = Path(app.config.external_toc_path)   # the build's own (a test builds with chapters swapped)
+    written, names = [], set()
     for docname in sorted(app.env.found_docs):
         path = Path(app.env.doc2path(docname))
         source_nb = read_notebook(path)
         if source_nb is None:
             continue
-        name = path.stem + ".ipynb"
+        name = chapters.notebook_name(path.stem, toc)
+        names.add(name)
         outs = [base / variant / name for variant in ("learner", "trainer")]
         current = all(o.is_file() and o.stat().st_mtime >= writer_mtime for o in outs)
         if pages_written is not None and docname not in pages_written and current:
@@ -548,9 +548,15 @@ def write_all(app, pages_written: set[str] | None = None) -> list[Path]:
             out = base / variant / name
             out.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, out)
-            written.append(out)
+            copy = None
             if variant == "learner":           # the download button of the page offers it
                 sources = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
                 if sources.parent.is_dir():
                     nbformat.write(nb, sources)
+                    copy = sources
+            written.append((out, copy))
+    for variant in ("learner", "trainer"):   # a chapter renamed or moved leaves no stale notebook behind
+        for stale in sorted((base / variant).glob("*.ipynb")):
+            if stale.name not in names:
+                stale.unlink()
     return written

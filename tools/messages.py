@@ -4,7 +4,6 @@ catalogs (``tools/catalogs.py``). A leaf module: it imports nothing else of tool
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 
@@ -15,6 +14,11 @@ POT = ROOT / "_build" / "gettext"
 CODE_FLAG = "code"
 #: A code cell of a MyST Markdown notebook: ```{code-cell} ... ``` (its option lines start with ":").
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?::[^\n]*\n)*(.*?)^```", re.M | re.S)
+
+
+def _python(cell: str) -> str:
+    """A code cell without its IPython lines (``%magic``, ``!shell``), which ast cannot read."""
+    return "\n".join(line for line in cell.splitlines() if not line.lstrip().startswith(("%", "!")))
 
 
 def tr_calls(source: str) -> list[str]:
@@ -28,20 +32,12 @@ def tr_calls(source: str) -> list[str]:
 
 
 def code_messages_by_catalog() -> dict[str, list[str]]:
-    """``{"book/01_formula": [...], "lib": [...]}``: every ``tr("...")`` message, in source order."""
+    """``{"book/formula": [...], "lib": [...]}``: every ``tr("...")`` message, in source order."""
     out: dict[str, list[str]] = {}
-    for nb in sorted((ROOT / "book").glob("*.ipynb")):
-        msgs = []
-        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
-            if cell["cell_type"] == "code":
-                src = "\n".join(line for line in "".join(cell["source"]).splitlines()
-                                if not line.lstrip().startswith(("%", "!")))
-                msgs += tr_calls(src)
-        out[f"book/{nb.stem}"] = msgs
-    for page in sorted((ROOT / "book").glob("*.md")):        # MyST notebooks (the primer)
+    for page in sorted((ROOT / "book").glob("*.md")):        # the chapters and the primer
         cells = CODE_CELL.findall(page.read_text(encoding="utf-8"))
         if cells:
-            out[f"book/{page.stem}"] = [m for src in cells for m in tr_calls(src)]
+            out[f"book/{page.stem}"] = [m for src in cells for m in tr_calls(_python(src))]
     out["lib"] = [m for p in sorted((ROOT / "lib").glob("*.py")) for m in tr_calls(p.read_text(encoding="utf-8"))]
     return out
 

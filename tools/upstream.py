@@ -291,7 +291,7 @@ class SolutionTitlesFromTranslatedExercises(SphinxPostTransform):
 
 
 class FullWidthParenthesesInExerciseTitles(SphinxPostTransform):
-    """sphinx-exercise joins a number and a short title as "Exercise 5.1 (title)", with half-width
+    """sphinx-exercise joins a number and a short title as "Exercise N.M (title)", with half-width
     parentheses; Japanese text takes full-width ones: "演習 5.1（タイトル）". Runs after
     sphinx-exercise's title post-transforms (priorities 20-22), in editions other than English."""
 

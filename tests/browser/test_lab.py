@@ -22,7 +22,11 @@ from test_pages import CHROMIUM_ARGS, LOCAL_HOSTS, _find_chromium, _unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "_build" / "notebooks"
-CHAPTER = "01_formula"
+CHAPTER = "formula"
+sys.path.insert(0, str(ROOT / "tools"))
+import chapters  # noqa: E402
+
+NOTEBOOK = chapters.notebook_name(CHAPTER)   # the learner notebook's file name
 
 
 def _glued_text(lang, key, fmt):
@@ -34,7 +38,7 @@ def _glued_text(lang, key, fmt):
 @pytest.fixture(scope="module")
 def lab():
     """A JupyterLab server on _build/notebooks (no token, loopback only), rendering every cell."""
-    if not (NB / "en" / "learner" / f"{CHAPTER}.ipynb").is_file():
+    if not (NB / "en" / "learner" / NOTEBOOK).is_file():
         _unavailable("no learner notebooks: run `make book` first")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -86,7 +90,7 @@ def chromium():
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
 def test_learner_notebook_in_jupyterlab(lab, chromium, lang):
-    if not (NB / lang / "learner" / f"{CHAPTER}.ipynb").is_file():
+    if not (NB / lang / "learner" / NOTEBOOK).is_file():
         _unavailable(f"no {lang} learner notebooks: run `make book` first")
     page = chromium.new_page(viewport={"width": 1366, "height": 900})
     external = []
@@ -104,10 +108,10 @@ def test_learner_notebook_in_jupyterlab(lab, chromium, lang):
     try:
         # a workspace of its own (the default one would reopen the other language's notebook in a
         # hidden tab, whose cells the locators below would find first)
-        page.goto(f"{lab}/lab/workspaces/book-{lang}/tree/{lang}/learner/{CHAPTER}.ipynb?reset",
+        page.goto(f"{lab}/lab/workspaces/book-{lang}/tree/{lang}/learner/{NOTEBOOK}?reset",
                   wait_until="load", timeout=120_000)
         page.wait_for_selector(".jp-RenderedMarkdown img[src^='data:image']", timeout=120_000)
-        number = _glued_text(lang, "ch01_w00", ".3f")
+        number = _glued_text(lang, "w00", ".3f")
         markdown = page.locator(".jp-RenderedMarkdown", has_text=number).first
         markdown.scroll_into_view_if_needed()
         assert markdown.is_visible(), f"the glued number {number} is not shown"

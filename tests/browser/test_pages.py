@@ -582,7 +582,7 @@ def _glossary_queries():
     # the code words the chapters teach; a word no page uses yet (softcap arrives with a later chapter)
     # is not expected, but every word that a page's source has must be found
     sources = " ".join(p.read_text(encoding="utf-8") for p in (ROOT / "book").iterdir()
-                       if p.suffix in {".md", ".ipynb"})
+                       if p.suffix == ".md")
     code = {w: None for w in CODE_WORDS if w in sources}
     assert {"float16", "float32", "scale"} <= set(code), "the chapters no longer use float16/float32/scale?"
     return {"": {**en, **code}, "ja/": {**ja, **code}}

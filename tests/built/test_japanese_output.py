@@ -18,8 +18,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 JA = ROOT / "_build" / "html" / "ja" / "book"
 LEARNER = ROOT / "_build" / "notebooks" / "ja" / "learner"
-PAGES = sorted(p.stem for p in (ROOT / "book").iterdir() if p.suffix in {".ipynb", ".md"})
-CHAPTERS = sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+PAGES = sorted(p.stem for p in (ROOT / "book").iterdir() if p.suffix == ".md")
+sys.path.insert(0, str(ROOT / "tools"))
+import chapters  # noqa: E402
+
+CHAPTERS = chapters.chapters()
 
 JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uff01-\uff5e\u3000-\u303f]")
 WORD = r"(?<![\w.])(?!(?:inf|nan)\b)[A-Za-z]{2,}(?![\w(])"   # inf, nan: numbers
@@ -77,7 +80,7 @@ def test_prompts_in_japanese_learner_notebooks_are_japanese(chapter):
     sys.path.insert(0, str(ROOT / "tools"))
     import bookext
 
-    path = LEARNER / f"{chapter}.ipynb"
+    path = LEARNER / chapters.notebook_name(chapter)
     assert path.is_file(), f"{path} missing: build the Japanese edition first (make book)"
     nb = nbformat.read(path, as_version=4)
     bad = [p for cell in nb.cells if cell.cell_type == "code"

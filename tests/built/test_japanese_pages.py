@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 JA = ROOT / "_build" / "html" / "ja"
 EN = ROOT / "_build" / "html"
 PAGES = sorted(Path("book") / f"{p.stem}.html" for p in (ROOT / "book").iterdir()
-               if p.suffix in {".ipynb", ".md"})
+               if p.suffix == ".md")
 # English words of Sphinx and the theme that a reader sees on hover or in a menu
 THEME_ENGLISH = ["Link to this heading", "Link to this equation", "Link to this image",
                  "Link to this table", "Toggle primary sidebar", "Toggle secondary sidebar",

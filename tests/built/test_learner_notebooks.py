@@ -7,6 +7,7 @@ import ast
 import json
 import html
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -16,7 +17,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "_build" / "notebooks"
 HTML = ROOT / "_build" / "html"
-CHAPTERS = sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+sys.path.insert(0, str(ROOT / "tools"))
+import chapters  # noqa: E402
+
+CHAPTERS = chapters.chapters()
 LANGS = ["en", "ja"]
 FINISHED = set((yaml.safe_load((ROOT / "locales" / "ja" / "status.yml").read_text(encoding="utf-8"))
                 or {}).get("finished") or [])
@@ -32,7 +36,7 @@ RAW_MYST = [
 
 
 def _nb(lang, variant, chapter):
-    path = NB / lang / variant / f"{chapter}.ipynb"
+    path = NB / lang / variant / chapters.notebook_name(chapter)
     assert path.is_file(), f"{path} missing: build the {lang} edition first (make book)"
     return nbformat.read(path, as_version=4)
 
@@ -80,7 +84,7 @@ def test_figures_and_numbers_as_on_the_page(lang, chapter):
 @pytest.mark.parametrize("lang,chapter", CASES)
 def test_solutions_folded_and_answers_absent(lang, chapter):
     nb = _nb(lang, "learner", chapter)
-    source = nbformat.read(ROOT / "book" / f"{chapter}.ipynb", as_version=4)
+    source = chapters.read(chapters.source(chapter))
     # every solution is inside <details> ...
     for text in _md(nb):
         opened = text.count("<details>")
@@ -148,7 +152,7 @@ def test_the_self_check_rule_can_fail():
 
 @pytest.mark.parametrize("lang,chapter", CASES)
 def test_exercise_titles_as_on_the_page(lang, chapter):
-    """Every exercise title the page shows ("演習 1.1（行列の形）", "Exercise 1.1 (Shapes)") is in the
+    """Every exercise title the page shows ("演習 N.M（行列の形）", "Exercise N.M (Shapes)") is in the
     learner notebook as written, brackets included: the Japanese page's are full-width."""
     page = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", " ".join(re.findall(
         r'<p class="admonition-title">(<span class="caption-number">.*?)</p>', _html(lang, chapter), re.S)))))
@@ -203,5 +207,5 @@ def test_download_button_offers_the_learner_notebook():
         root = HTML if lang == "en" else HTML / lang
         for chapter in CHAPTERS:
             offered = json.loads((root / "_sources" / "book" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
-            learner = json.loads((NB / lang / "learner" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+            learner = json.loads((NB / lang / "learner" / chapters.notebook_name(chapter)).read_text(encoding="utf-8"))
             assert offered == learner, f"{lang}/{chapter}: the download button offers another notebook"

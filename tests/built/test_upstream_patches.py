@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EN = ROOT / "_build" / "html"
 JA = EN / "ja"
-CHAPTERS = sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+sys.path.insert(0, str(ROOT / "tools"))
+import chapters  # noqa: E402
+
+CHAPTERS = chapters.chapters()
 TITLE = re.compile(r'<div class="(exercise|solution)[^"]*"[^>]*>\s*<p class="admonition-title">(.*?)</p>', re.S)
 PASTED = re.compile(r'<span class="pasted-text">')
 

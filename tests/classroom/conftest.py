@@ -4,12 +4,16 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import chapters  # noqa: E402  (the learner notebooks' names: chapters.notebook_name)
+
 BUILD = ROOT / "_build"
 NOTEBOOKS = BUILD / "notebooks"
 MEASURED = BUILD / "classroom" / "measured.json"

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NOTEBOOKS, ROOT, du, offline_env, python_for, record, timed
+from conftest import NOTEBOOKS, ROOT, chapters, du, offline_env, python_for, record, timed
+
+NB_FORMULA = chapters.notebook_name("formula")   # the learner notebook's file name
+NB_SOFTMAX_SATURATION = chapters.notebook_name("softmax_saturation")   # the learner notebook's file name
 
 sys.path.insert(0, str(ROOT / "classroom"))
 import room  # noqa: E402
@@ -74,7 +77,7 @@ def test_linux_bundle_installs_offline_and_runs_a_learner_notebook_of_each_langu
     assert out.returncode == 0 and out.stdout.startswith("2.13.0+cpu"), out.stderr
     assert str(laptop / "venv") in out.stdout                       # lib from the bundle's wheel
     timed(["sh", laptop / "install.sh", "ja", "--no-lab"], env=env, cwd=tmp_path)
-    for lang, nb in (("en", "01_formula.ipynb"), ("en", "primer.ipynb"), ("ja", "05_softmax_saturation.ipynb")):
+    for lang, nb in (("en", NB_FORMULA), ("en", "primer.ipynb"), ("ja", NB_SOFTMAX_SATURATION)):
         work = laptop / "work" / lang / nb
         assert work.is_file(), work
         _, dt = timed([laptop / "venv" / "bin" / "jupyter", "nbconvert", "--to", "notebook", "--execute",
@@ -83,7 +86,7 @@ def test_linux_bundle_installs_offline_and_runs_a_learner_notebook_of_each_langu
         record(f"bundle linux: run {lang}/{nb} s", round(dt, 1))
     # a Japanese notebook speaks Japanese: its verdicts and figures come from lib in Japanese
     import nbformat
-    ran = nbformat.read(tmp_path / "run" / "ja" / "05_softmax_saturation.ipynb", as_version=4)
+    ran = nbformat.read(tmp_path / "run" / "ja" / NB_SOFTMAX_SATURATION, as_version=4)
     text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/markdown", ""))
                    for c in ran.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert any("\u3040" <= ch <= "\u30ff" for ch in text), "no Japanese output in the Japanese notebook"

@@ -20,7 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NOTEBOOKS, ROOT, record, skip_or_fail
+from conftest import NOTEBOOKS, ROOT, chapters, record, skip_or_fail
+
+NB_CAVEATS = chapters.notebook_name("caveats")   # the learner notebook's file name
+NB_FORMULA = chapters.notebook_name("formula")   # the learner notebook's file name
 
 requests = pytest.importorskip("requests")
 
@@ -194,9 +197,9 @@ def test_each_learner_has_their_own_notebooks_in_their_language(hub, servers):
         names = sorted(c["name"] for c in r.json()["content"] if c["type"] == "notebook")
         assert names == sorted(p.name for p in (NOTEBOOKS / lang / "learner").glob("*.ipynb")), (name, names)
         home = Path(pwd.getpwnam(name).pw_dir)
-        first = home / "course" / "01_formula.ipynb"
+        first = home / "course" / NB_FORMULA
         assert first.stat().st_uid == pwd.getpwnam(name).pw_uid
-        assert first.read_text(encoding="utf-8") == (NOTEBOOKS / lang / "learner" / "01_formula.ipynb").read_text(
+        assert first.read_text(encoding="utf-8") == (NOTEBOOKS / lang / "learner" / NB_FORMULA).read_text(
             encoding="utf-8")
         assert ("set_language('ja')" in first.read_text(encoding="utf-8")) == (lang == "ja")
 
@@ -318,7 +321,7 @@ def run_notebook(server, path):
 
 
 def test_a_learner_notebook_runs_through_each_users_server_and_memory_is_measured(servers):
-    for name, nb in (("sdpacourse-a", "01_formula.ipynb"), ("sdpacourse-b", "08_caveats.ipynb")):
+    for name, nb in (("sdpacourse-a", NB_FORMULA), ("sdpacourse-b", NB_CAVEATS)):
         uid = pwd.getpwnam(name).pw_uid
         peak, stop = [_user_rss(uid)], threading.Event()
 
@@ -341,7 +344,7 @@ def test_a_learner_notebook_runs_through_each_users_server_and_memory_is_measure
 
 
 def test_lib_and_ipywidgets_import_as_the_user(servers):
-    k = Kernel(servers["sdpacourse-b"], "01_formula.ipynb")
+    k = Kernel(servers["sdpacourse-b"], NB_FORMULA)
     try:
         reply, out = k.execute("import os, lib, ipywidgets, torch; print(os.getuid(), torch.__version__, "
                                "os.environ.get('BOOK_LANG'))")
@@ -363,12 +366,12 @@ def test_lib_and_ipywidgets_import_as_the_user(servers):
 
 def test_one_learner_cannot_read_or_change_the_others_files(servers):
     other = Path(pwd.getpwnam("sdpacourse-b").pw_dir) / "course"
-    k = Kernel(servers["sdpacourse-a"], "01_formula.ipynb")
+    k = Kernel(servers["sdpacourse-a"], NB_FORMULA)
     try:
         code = ("import os\nres = []\n"
-                f"for op in (lambda: os.listdir({str(other)!r}), lambda: open({str(other / '01_formula.ipynb')!r}).read(),\n"
+                f"for op in (lambda: os.listdir({str(other)!r}), lambda: open({str(other / NB_FORMULA)!r}).read(),\n"
                 f"           lambda: open({str(other / 'mine.txt')!r}, 'w').write('x'),\n"
-                f"           lambda: os.remove({str(other / '01_formula.ipynb')!r})):\n"
+                f"           lambda: os.remove({str(other / NB_FORMULA)!r})):\n"
                 "    try:\n        op(); res.append('allowed')\n"
                 "    except PermissionError:\n        res.append('denied')\n"
                 "print(res)")
@@ -382,7 +385,7 @@ def test_one_learner_cannot_read_or_change_the_others_files(servers):
     r = requests.get(f"{servers['sdpacourse-b']['url']}/api/contents/", headers=a["headers"], timeout=30,
                      allow_redirects=False)
     assert r.status_code in (403, 404), r.status_code
-    assert (other / "01_formula.ipynb").is_file() and not (other / "mine.txt").exists()
+    assert (other / NB_FORMULA).is_file() and not (other / "mine.txt").exists()
 
 
 def test_the_idle_culler_runs_as_a_hub_service(hub):

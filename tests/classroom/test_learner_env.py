@@ -9,7 +9,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import NOTEBOOKS, ROOT, du, record, timed
+from conftest import NOTEBOOKS, ROOT, chapters, du, record, timed
+
+NB_FORMULA = chapters.notebook_name("formula")   # the learner notebook's file name
+NB_VARIANCE = chapters.notebook_name("variance")   # the learner notebook's file name
 
 LANGS = ("en", "ja")
 
@@ -52,7 +55,7 @@ def test_a_fresh_learner_environment_runs_a_learner_notebook_of_each_language(bu
     probe = ("import importlib.util as u; print([m for m in ('myst_nb', 'sphinx', 'jupyter_book', 'pytest', "
              "'nbval', 'playwright') if u.find_spec(m)])")
     assert subprocess.run([py, "-c", probe], capture_output=True, text=True).stdout.strip() == "[]"
-    for lang, name in (("en", "03_variance.ipynb"), ("ja", "01_formula.ipynb")):
+    for lang, name in (("en", NB_VARIANCE), ("ja", NB_FORMULA)):
         src = NOTEBOOKS / lang / "learner" / name
         _, t = timed([venv / "bin" / "jupyter", "nbconvert", "--to", "notebook", "--execute",
                       "--ExecutePreprocessor.timeout=300", "--output-dir", tmp_path / lang, src],
