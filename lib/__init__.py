@@ -9,6 +9,8 @@ module are named by their labels, e.g. ``variance`` for ``book/variance.md``):
                  (formula, practice, caveats)
 - ``fast``       ``attention_fast``: the same attention with the speed-ups of ``speed`` (``make bench``)
 - ``checks``     argument checks shared by the modules (one meaning of ``scale=``)
+- ``claims``     ``claims.check`` / ``claims.holds``: how a page checks its prose (strict in the build,
+                 recorded by ``make test-robust``, silent in a learner's notebook); ``claims.seed``
 - ``metrics``    entropy, Jacobian norm, random-attention statistics (softmax-saturation,
                  training, caveats)
 - ``simulate``   Monte Carlo of dot products and exam scores (test-scores, variance, training)
@@ -35,7 +37,7 @@ that ``import lib`` works where torch is not installed (tests/test_no_torch.py).
 from __future__ import annotations
 
 from . import attention, blockwise, exercises, i18n, metrics, modern, saturation, selfcheck, simulate
-from . import checks, display, fast, port_check, progress, scale_probe, timing
+from . import checks, claims, display, fast, port_check, progress, scale_probe, timing
 from .attention import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
 from .display import table  # noqa: F401

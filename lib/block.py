@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from . import claims
 from .checks import positive_int
 from .metrics import attention_entropy
 from .training import (_FUSED, Arm, BatchStream, TrainResult, _check_seeds, _one_thread,
@@ -93,7 +94,7 @@ def init_params(cfg: BlockConfig, seed: int) -> dict:
     if not isinstance(cfg, BlockConfig):
         raise TypeError(f"cfg must be a BlockConfig; got {type(cfg).__name__}")
     seed = _check_seeds([seed])[0]
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(claims.seed(seed))
     d, ff = cfg.d_model, cfg.d_ff
     normal = lambda *shape, fan_in: torch.randn(*shape, generator=g) / math.sqrt(fan_in)  # noqa: E731
     p = {"W_in": normal(cfg.d_in, d, fan_in=cfg.d_in), "E_lab": normal(cfg.n_classes, d, fan_in=1),

@@ -14,6 +14,7 @@ import numbers
 
 import numpy as np
 
+from . import claims
 from ._backend import dtype_kind
 from .i18n import tr
 
@@ -35,8 +36,11 @@ def positive_int(name: str, value, minimum: int = 1) -> int:
 
 
 def generator(seed) -> np.random.Generator:
-    """A ``np.random.Generator``: ``seed`` itself if it is one, else ``np.random.default_rng(seed)``."""
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    """A ``np.random.Generator``: ``seed`` itself if it is one, else ``np.random.default_rng(seed)`` (an
+    int seed moved by ``BOOK_SEED_OFFSET``, see :func:`lib.claims.seed`; None stays None)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(claims.seed(seed) if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else seed)
 
 
 def resolve_scale(d_k: int, scale) -> float:

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from .attention import scaled_dot_product_attention, softmax
+from . import claims
 from .checks import positive_int
 from .metrics import attention_entropy
 
@@ -345,7 +346,7 @@ def batch_stream(seeds, steps: int, *, batch_size: int = 64, n_keys: int = 16, d
     """
     seeds = _check_seeds(seeds)
     steps = positive_int("steps", steps)
-    gens = [torch.Generator().manual_seed(s + DATA_SEED_OFFSET) for s in seeds]
+    gens = [torch.Generator().manual_seed(claims.seed(s) + DATA_SEED_OFFSET) for s in seeds]
     parts = {"query": [], "keys": [], "labels": [], "target": []}
     for _ in range(steps):
         bs = [make_retrieval_batch(batch_size, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
@@ -457,13 +458,13 @@ def _train_grid(d_k, steps, batch_size, arms, optimizer, seeds, n_keys, d_in, n_
     # (tests/test_training.py checks this bit for bit).
     n_s = len(seeds)
     inits = [AttentionRetriever(d_in, d_k, n_classes, d_v=d_v,
-                                generator=torch.Generator().manual_seed(s)) for s in seeds]
+                                generator=torch.Generator().manual_seed(claims.seed(s))) for s in seeds]
     base = {name: torch.stack([getattr(m, name).detach() for m in inits]).to(device) for name in _NAMES}
     P, groups, order = _stack_arms(base, arms, qk_names=("W_Q", "W_K"))
     n = len(arms) * n_s                                        # model i: arm order[i // n_s], seed i % n_s
     opt = (torch.optim.SGD(groups, lr=1.0, **_FUSED) if optimizer == "sgd"
            else torch.optim.Adam(groups, lr=1.0, **_FUSED))
-    data = [torch.Generator().manual_seed(s + DATA_SEED_OFFSET) for s in seeds]
+    data = [torch.Generator().manual_seed(claims.seed(s) + DATA_SEED_OFFSET) for s in seeds]
     # each model's scale, folded into the d_in × d_in matrix c W_Q W_Kᵀ
     score_scale = torch.tensor([arms[a].score_scale(d_k) for a in order for _ in seeds],
                                dtype=base["W_Q"].dtype, device=device)[:, None, None]   # (n, 1, 1)
@@ -754,7 +755,7 @@ def gradient_path(d_k: int, *, scaled: bool, n_queries: int = 200, n_keys: int =
 
 
 def _gradient_path(d_k, scaled, n_queries, n_keys, d_in, n_classes, d_v, seed):
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(claims.seed(seed))
     f64 = dict(generator=g, dtype=torch.float64)
     x_q = torch.randn(n_queries, 1, d_in, **f64)          # (B, 1, d_in)
     x_k = torch.randn(n_queries, n_keys, d_in, **f64)     # (B, S, d_in)

@@ -1,0 +1,120 @@
+"""Claims: how a page checks what its prose says, in one call that also records it.
+
+Every sentence of a chapter that states a result is checked by a hidden cell. A check is one call::
+
+    claims.check(ratio, ">", 2.0, "best against best, still at least 2x")
+    claims.check(0.6, "<", ratio_shared, "about equally fast at SGD 0.1")
+    claims.holds(all(r.steps_to(1.0) < STEPS for r in runs), "every scaled seed got there")
+
+``check`` compares a value with a threshold (``>``, ``>=``, ``<``, ``<=``, ``==``, ``!=``) and knows its
+margin (how far the value is from failing, relative to the threshold); ``holds`` takes a condition that
+has no single threshold. What happens on a failure depends on who runs the page:
+
+- ``BOOK_CLAIMS=strict`` (the book's build and nbval, ``tools/build.py`` and the Makefile set it): a
+  failed claim raises ``ClaimFailed``, which says the claim in words, the value and the threshold, so the
+  build stops on a sentence that is no longer true.
+- ``BOOK_CLAIMS=record`` (``make test-robust``): nothing raises; every claim is appended as one JSON line
+  to ``BOOK_CLAIMS_LOG`` (page, its place on the page, words, value, threshold, margin, verdict), for the
+  table of claims against CPU kernels and seed sets.
+- unset (a learner's notebook, anywhere): nothing raises and nothing is printed. The learner's Run All
+  never stops on a check of the book's own numbers: their machine may round differently.
+
+``seed(s)`` adds ``BOOK_SEED_OFFSET`` (default 0) to a seed, so that the robustness check can run every
+seeded experiment of a page on a second, disjoint seed set; lib's seeded helpers call it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import operator
+import os
+from numbers import Real
+
+__all__ = ["check", "holds", "ClaimFailed", "seed", "mode"]
+
+_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
+        "==": operator.eq, "!=": operator.ne}
+_count = {"n": 0}
+
+
+class ClaimFailed(AssertionError):
+    """A claim of the page does not hold for the numbers this run produced."""
+
+
+def mode() -> str:
+    """``strict``, ``record`` or ``quiet`` (the learner's default), from ``BOOK_CLAIMS``."""
+    m = os.environ.get("BOOK_CLAIMS", "").strip().lower()
+    if m not in {"", "strict", "record", "quiet"}:
+        raise ValueError(f"BOOK_CLAIMS must be strict, record or quiet (or unset), not {m!r}")
+    return m or "quiet"
+
+
+def seed(s: int) -> int:
+    """``s`` plus ``BOOK_SEED_OFFSET``: the same seed on the book's own set (offset 0), another on the
+    robustness check's second set."""
+    offset = os.environ.get("BOOK_SEED_OFFSET", "0").strip() or "0"
+    try:
+        return int(s) + int(offset)
+    except ValueError:
+        raise ValueError(f"BOOK_SEED_OFFSET must be an integer, not {offset!r}") from None
+
+
+def _number(x, what):
+    if isinstance(x, bool) or not isinstance(x, Real) and not hasattr(x, "__float__"):
+        raise TypeError(f"claims.check: {what} must be a real number, not {type(x).__name__}")
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"claims.check: {what} must be a real number (a single value), not {x!r}") from None
+
+
+def _margin(value: float, op: str, threshold: float) -> float | None:
+    """How far ``value`` is from failing, as a fraction of the threshold (or of 1 when it is 0):
+    positive when the claim holds, negative when it fails; None for == and !=."""
+    if op in ("==", "!="):
+        return None
+    scale = abs(threshold) if threshold != 0 else 1.0
+    gap = value - threshold if op in (">", ">=") else threshold - value
+    return gap / scale
+
+
+def _record(entry: dict) -> None:
+    _count["n"] += 1
+    entry = {"page": os.environ.get("BOOK_CLAIMS_PAGE", ""), "n": _count["n"], **entry}
+    path = os.environ.get("BOOK_CLAIMS_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+
+def _outcome(ok: bool, text: str, entry: dict) -> bool:
+    m = mode()
+    if m == "record":
+        _record({"claim": text, "ok": ok, **entry})
+    elif m == "strict" and not ok:
+        detail = ""
+        if "value" in entry:
+            detail = f": {entry['value']:.6g} {entry['op']} {entry['threshold']:.6g} is false"
+        raise ClaimFailed(f"claim no longer holds, {text!r}{detail}")
+    return ok
+
+
+def check(value, op: str, threshold, text: str) -> bool:
+    """The claim ``value op threshold`` (say it in words in ``text``). Returns whether it holds."""
+    if op not in _OPS:
+        raise ValueError(f"claims.check: op must be one of {sorted(_OPS)}, not {op!r}")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("claims.check: say the claim in words (text)")
+    v, t = _number(value, "value"), _number(threshold, "threshold")
+    ok = bool(_OPS[op](v, t)) and not math.isnan(v)
+    return _outcome(ok, text, {"value": v, "op": op, "threshold": t, "margin": _margin(v, op, t)})
+
+
+def holds(condition, text: str) -> bool:
+    """A claim with no single threshold (a condition over many runs, an equality of arrays)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("claims.holds: say the claim in words (text)")
+    if type(condition).__name__ not in ("bool", "bool_"):
+        raise TypeError(f"claims.holds: condition must be True or False, not {type(condition).__name__} "
+                        "(reduce an array with .all() or .any(), or wrap the expression in bool())")
+    return _outcome(bool(condition), text, {})
