@@ -92,30 +92,44 @@ def imported_names(trees):
     return names
 
 
-def literal_only_asserts(tree, constants=None):
-    """Assert statements that read no computed value, or compare an expression with itself.
+def _checks(tree, claims=True):
+    """``(line, test)`` for every check in ``tree``: an assert's test, and a page's claim
+    (``lib.claims.check(value, op, threshold, words)`` read as ``value > threshold``,
+    ``lib.claims.holds(condition, words)`` as its condition)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert):
+            yield node.lineno, node.test
+        elif claims and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                "claims" in ast.unparse(node.func.value).split(".") and node.args:
+            if node.func.attr == "check" and len(node.args) >= 3:
+                yield node.lineno, ast.Compare(left=node.args[0], ops=[ast.Gt()], comparators=[node.args[2]])
+            elif node.func.attr == "holds":
+                yield node.lineno, node.args[0]
+
+
+def literal_only_asserts(tree, constants=None, claims=True):
+    """Checks (asserts and a page's claims) that read no computed value, or compare an expression with
+    itself.
 
     A computed value is any variable other than builtins and imported names (``np``, ``math``,
     ``lib``, ``glue`` ...): ``round(math.sqrt(512)) == 23`` reads none and cannot fail.
     """
     constants = imported_names([tree]) if constants is None else constants
     bad = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Assert):
-            continue
-        reads = [n for n in ast.walk(node.test) if isinstance(n, ast.Name) and n.id not in constants]
+    for lineno, test in _checks(tree, claims):
+        reads = [n for n in ast.walk(test) if isinstance(n, ast.Name) and n.id not in constants]
         if not reads:
-            bad.append((node.lineno, "only literals", ast.unparse(node.test)))
+            bad.append((lineno, "only literals", ast.unparse(test)))
             continue
-        for cmp in (n for n in ast.walk(node.test) if isinstance(n, ast.Compare)):
+        for cmp in (n for n in ast.walk(test) if isinstance(n, ast.Compare)):
             dumps = [ast.dump(s) for s in (cmp.left, *cmp.comparators)]
             if len(set(dumps)) < len(dumps):
-                bad.append((node.lineno, "compares an expression with itself", ast.unparse(cmp)))
-        for call in (n for n in ast.walk(node.test) if isinstance(n, ast.Call) and len(n.args) >= 2):
+                bad.append((lineno, "compares an expression with itself", ast.unparse(cmp)))
+        for call in (n for n in ast.walk(test) if isinstance(n, ast.Call) and len(n.args) >= 2):
             name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
             if name in ("allclose", "array_equal", "isclose", "equal") and \
                     ast.dump(call.args[0]) == ast.dump(call.args[1]):
-                bad.append((node.lineno, "compares an expression with itself", ast.unparse(call)))
+                bad.append((lineno, "compares an expression with itself", ast.unparse(call)))
     return bad
 
 
@@ -125,11 +139,16 @@ def test_the_assert_detector_can_fail():
         "assert round(math.sqrt(192), 2) == 13.86\n"
         "assert abs(lib.softmax(np.array([2.0, 0.0]))[0] - 0.881) < 5e-4\n"
         "assert np.array_equal(x + 1, x + 1)\n"
-        "assert y == y\n"), constants=imported_names([]) | {"np", "math", "lib"})
-    assert [line for line, *_ in flagged] == [1, 2, 3, 4, 5]
+        "assert y == y\n"
+        "lib.claims.check(round(math.sqrt(512)), '>', 22, 'words')\n"
+        "lib.claims.check(x, '<', x, 'words')\n"
+        "lib.claims.holds(bool(np.array_equal(y, y)), 'words')\n"), constants=imported_names([]) | {"np", "math", "lib"})
+    assert [line for line, *_ in flagged] == [1, 2, 3, 4, 5, 6, 7, 8]
     assert not literal_only_asserts(ast.parse(
         "assert round(math.sqrt(d_k)) == 23\nassert abs(w[0] - 0.881) < 5e-4\nassert a.shape == (3, 2)\n"
-        "assert np.allclose(weights.sum(-1), 1)\n"), constants=imported_names([]) | {"np", "math", "lib"})
+        "assert np.allclose(weights.sum(-1), 1)\n"
+        "lib.claims.check(ratio, '>', 2.0, 'words')\nlib.claims.holds(bool(w.min() > 0), 'words')\n"),
+        constants=imported_names([]) | {"np", "math", "lib"})
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
@@ -168,7 +187,8 @@ def cannot_fail_in_tests(tree):
     constants = imported_names([tree]) - project
     asserts = {node.lineno: node for node in ast.walk(tree) if isinstance(node, ast.Assert)}
     bad = []
-    for line, why, text in literal_only_asserts(tree, constants):
+    # (in a test, lib.claims called on literals is the code under test, not a page's claim)
+    for line, why, text in literal_only_asserts(tree, constants, claims=False):
         node = asserts[line]
         if why == "only literals":
             reads_state = any(isinstance(n, ast.Call) and not n.args and not n.keywords
@@ -239,3 +259,68 @@ def test_figures_are_glued_through_plotting(path):
             if plain and len(c.args) > 1 and isinstance(c.args[1], ast.Name) and c.args[1].id in figs:
                 bad.append(f"cell {i}: {ast.unparse(c)}")
     assert not bad, f"{path.name}: glue figures with plotting.glue (it checks legibility): {bad}"
+
+
+#: ``{glue:text}`key:fmt``, ``{glue}`key``, ``{glue:figure} key`` and ``page.md::key`` in any page
+GLUE_READ = re.compile(r"\{glue(?::[a-z]+)?\}`(?:(?P<page>[\w-]+)\.md::)?(?P<key>[^`:]+)|"
+                       r"^```\{glue(?::[a-z]+)?\}\s+(?:(?P<fpage>[\w-]+)\.md::)?(?P<fkey>\S+)", re.M)
+
+
+def glued_keys(path) -> list[tuple[int, str]]:
+    """``(cell, pattern)`` for every key a chapter's code glues (``glue("key", ...)``,
+    ``plotting.glue("key", ...)``; an f-string key becomes a pattern)."""
+    out = []
+    for i, cell in enumerate(_cells(path)):
+        if cell["cell_type"] != "code":
+            continue
+        tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                                   for line in _src(cell).splitlines()))
+        for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args):
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+            if name != "glue":
+                continue
+            key = call.args[0]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                out.append((i, re.escape(key.value)))
+            elif isinstance(key, ast.JoinedStr):
+                out.append((i, "".join(re.escape(v.value) if isinstance(v, ast.Constant) else r"[^`:]+?"
+                                       for v in key.values)))
+    return out
+
+
+def read_keys() -> set[tuple[str, str]]:
+    """``(page, key)`` for every glued value a page shows."""
+    out = set()
+    for page in sorted(BOOK.glob("*.md")):
+        for m in GLUE_READ.finditer(page.read_text(encoding="utf-8")):
+            target = m["page"] or m["fpage"] or page.stem
+            out.add((target, m["key"] or m["fkey"]))
+    return out
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_glued_key_is_read_by_a_page(path):
+    """A value glued and shown nowhere is dead code that still runs (and a claim nobody reads)."""
+    read = {key for page, key in read_keys() if page == path.stem}
+    unread = sorted({pat for _, pat in glued_keys(path) if not any(re.fullmatch(pat, k) for k in read)})
+    assert not unread, f"{path.name}: glued but read by no page: {unread}"
+
+
+def test_the_glue_reader_finds_every_form():
+    text = ("{glue:text}`ratio:.1f` and {glue}`n` and {glue:text}`tuning.md::best:.2f`\n"
+            "```{glue:figure} fig_sweep\n:name: fig-x\n```\n")
+    found = {(m["page"] or m["fpage"], m["key"] or m["fkey"]) for m in GLUE_READ.finditer(text)}
+    assert found == {(None, "ratio"), (None, "n"), ("tuning", "best"), (None, "fig_sweep")}
+
+
+@pytest.mark.parametrize("path", CHAPTERS + [BOOK / "primer.md"], ids=lambda p: p.name)
+def test_claims_are_checked_with_lib_claims(path):
+    """A page's claim is a ``lib.claims`` call, never a bare ``assert``: an assert would stop a
+    learner's Run All on another CPU's rounding, and the robustness check could not record it."""
+    bare = []
+    for i, cell in enumerate(_cells(path)):
+        if cell["cell_type"] == "code" and "remove-cell" in _tags(cell):
+            tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                                       for line in _src(cell).splitlines()))
+            bare += [f"cell {i}, line {n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Assert)]
+    assert not bare, f"{path.name}: bare assert in a hidden cell (use lib.claims.check/holds): {bare}"

@@ -8,7 +8,8 @@
     python tools/build.py trainer en|ja  the trainer's quiz     -> _build/trainer/<lang>/quiz.html (the
                                          learner handout) and quiz_key.html (the answer key)
 
-Every HTML build is strict (warnings are errors, nitpicky references, keep going to list them all),
+Every HTML build is strict (warnings are errors, nitpicky references, keep going to list them all;
+the pages' claims raise, ``BOOK_CLAIMS=strict``, see ``lib/claims.py``),
 like ``jupyter-book build . -W -n --keep-going``; it calls jupyter-book's own ``build_sphinx`` with the
 book's ``_config.yml``, plus a few settings per edition:
 
@@ -97,6 +98,8 @@ def _sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict) -> int:
     from jupyter_book.sphinx import build_sphinx
 
     os.chdir(ROOT)
+    # The pages' claims (lib.claims) stop the build when they fail; a learner's notebook never stops.
+    os.environ.setdefault("BOOK_CLAIMS", "strict")
     result = build_sphinx(ROOT, outdir, noconfig=True, path_config=str(ROOT / "_config.yml"),
                           confoverrides=overrides, doctreedir=doctrees, builder=builder,
                           warningiserror=True, keep_going=True)

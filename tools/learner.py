@@ -10,8 +10,10 @@ Japanese edition, the translated prose. Each chapter gives two notebooks, in
   them in the book's order; ``primer.ipynb`` for the primer): plain Jupyter Markdown that stock
   JupyterLab renders (numbers filled in, figures embedded, admonitions as quotes, exercises and theorems numbered as in the book, solutions
   folded in ``<details>``, code solutions as text inside them); every code cell of the chapter, in order,
-  with the set-up and the hidden checks folded (``jupyter.source_hidden``); no outputs; no cell that
-  only checks the book's own solution (tag ``solution-check``), so nothing in it computes an answer.
+  with the set-up folded (``jupyter.source_hidden``) and without the checks of the page's claims
+  (``lib.claims``: the book's build checks them, a learner's machine may round otherwise); no outputs;
+  no cell that only checks the book's own solution (tag ``solution-check``), so nothing in it
+  computes an answer.
   The HTML book's download button offers it (it replaces ``_sources/book/<topic>.ipynb``, the
   notebook the theme offers for a MyST page).
 - ``trainer/NN_topic.ipynb``: the same with the outputs of the build's execution, and the code solutions
@@ -26,6 +28,7 @@ is an error, so a new construct in a chapter cannot silently vanish from the lea
 """
 from __future__ import annotations
 
+import ast
 import base64
 import copy
 import html as html_lib
@@ -384,6 +387,45 @@ GLUE_STANDIN = ("def glue(name, variable, display=True):  # the book glues numbe
                 "        _show(variable)")
 
 
+def _is_claim(stmt) -> bool:
+    """A statement that only checks one of the page's claims: ``lib.claims.check(...)`` or
+    ``claims.holds(...)`` as a statement of its own."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    f = stmt.value.func
+    return isinstance(f, ast.Attribute) and f.attr in {"check", "holds"} and (
+        (isinstance(f.value, ast.Name) and f.value.id == "claims")
+        or (isinstance(f.value, ast.Attribute) and f.value.attr == "claims"))
+
+
+def without_claims(source: str) -> str:
+    """The cell's code without the checks of the page's claims (``lib.claims``): a learner's Run All
+    never stops on a check of the book's own numbers, which another CPU may round differently. A
+    block left with nothing else gets a ``pass``."""
+    lines = source.split("\n")
+    py = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines)
+    try:
+        tree = ast.parse(py)
+    except SyntaxError:
+        return source
+    drop, keep_pass = set(), {}
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, name, None)
+            if not isinstance(stmts, list) or not stmts or not isinstance(stmts[0], ast.stmt):
+                continue
+            claims_here = [s for s in stmts if _is_claim(s)]
+            for s in claims_here:
+                drop.update(range(s.lineno, s.end_lineno + 1))
+            if claims_here and len(claims_here) == len(stmts) and not isinstance(node, ast.Module):
+                first = claims_here[0]
+                keep_pass[first.lineno] = lines[first.lineno - 1][:first.col_offset] + "pass"
+    if not drop:
+        return source
+    out = [keep_pass.get(i, line) for i, line in enumerate(lines, 1) if i not in drop or i in keep_pass]
+    return "\n".join(out).strip("\n")
+
+
 def without_book_stack(source: str, docname: str = "") -> str:
     """The cell's code with ``from myst_nb import glue`` replaced by the stand-in; any other use of
     myst_nb is an error, so that no learner notebook needs the book's build stack."""
@@ -500,7 +542,10 @@ def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
         head.append(setup)
     for cell in cells:
         if cell.cell_type == "code":
-            cell["source"] = without_book_stack(cell["source"], docname)
+            cell["source"] = without_book_stack(without_claims(cell["source"]), docname)
+    # a hidden cell that held only claim checks (and their comments) is gone altogether
+    cells = [c for c in cells if not (c.cell_type == "code" and "remove-cell" in _tags(c) and not any(
+        line.strip() and not line.lstrip().startswith("#") for line in c["source"].splitlines()))]
     metadata = copy.deepcopy(source_nb.metadata)
     metadata.pop("source_map", None)
     metadata.pop("jupytext", None)

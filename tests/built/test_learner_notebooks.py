@@ -209,3 +209,23 @@ def test_download_button_offers_the_learner_notebook():
             offered = json.loads((root / "_sources" / "book" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
             learner = json.loads((NB / lang / "learner" / chapters.notebook_name(chapter)).read_text(encoding="utf-8"))
             assert offered == learner, f"{lang}/{chapter}: the download button offers another notebook"
+
+
+@pytest.mark.parametrize("lang,chapter", CASES)
+def test_no_claim_check_in_learner_or_trainer_notebooks(lang, chapter):
+    """The book's claim checks (lib.claims) are the build's; a learner's Run All never stops on one
+    (tools/learner.py removes them), while the set-up they followed stays."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import learner
+
+    for variant in ("learner", "trainer"):
+        nb = _nb(lang, variant, chapter)
+        left = [c.source[:80] for c in nb.cells if c.cell_type == "code" and "claims." in c.source]
+        assert not left, f"{lang}/{variant}/{chapter}: claim checks left in: {left[:3]}"
+    # the source had them, so the removal did something
+    assert any("lib.claims." in c.source for c in chapters.read(chapters.source(chapter)).cells)
+    # and the remover keeps what is not a claim (checked here on a known cell)
+    kept = learner.without_claims("x = 1\nlib.claims.check(x, '>', 0, 'positive')\nglue('x', x)")
+    assert kept == "x = 1\nglue('x', x)"
