@@ -19,7 +19,7 @@ export MKL_NUM_THREADS ?= 1
 NBVAL := -m pytest -q --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider
 
 .PHONY: help install book html-en html-ja test test-lib test-notebooks test-i18n test-learner \
-        test-learner-en test-learner-ja test-built test-build test-browser test-textlint translations lab lab-source trainer \
+        test-learner-en test-learner-ja test-built test-build test-browser test-textlint test-robust translations lab lab-source trainer \
         bench lock clean learner-env bundle hub test-classroom
 
 help:
@@ -29,6 +29,7 @@ help:
 	@echo "make test          every test: lib, nbval on every chapter, strict builds of both editions,"
 	@echo "                   the translation checker, the learner notebooks (structure and nbval),"
 	@echo "                   every page in headless Chromium with no network"
+	@echo "make test-robust   every chapter's claims under each torch CPU kernel path and a second seed set"
 	@echo "make trainer       the quiz handout and its answer key, both languages (_build/trainer/{en,ja}/)"
 	@echo "make translations  refresh the Japanese catalogs (locales/) after an English edit"
 	@echo "make lab           JupyterLab on the learner notebooks (BOOK_LANG=ja for the Japanese ones)"
@@ -76,11 +77,17 @@ test-lib: install
 
 # nbval on every chapter: the MyST sources (book/<topic>.md) as the notebooks myst-nb executes, written
 # to _build/nbval/<topic>.ipynb with each code cell's first line naming its source line (tools/chapters.py);
-# the builds execute them too, with every hidden assertion
+# the builds execute them too; both with the pages' claims strict (a failed claim is an error), while the
+# learner notebooks (test-learner-*) run as a learner's do, where no claim check runs
 test-notebooks: install
 	rm -rf _build/nbval
 	$(BIN)/python tools/chapters.py notebooks _build/nbval > /dev/null
-	$(BIN)/python $(NBVAL) _build/nbval
+	BOOK_CLAIMS=strict $(BIN)/python $(NBVAL) _build/nbval
+
+# every claim of every chapter under each of torch's CPU kernel paths this CPU has, and on a second seed
+# set (tools/robust.py; the table goes to _build/robust/report.md); run by .ci/run
+test-robust: html-en
+	$(BIN)/python tools/robust.py
 
 # the strict builds of both editions
 test-build: html-en html-ja
