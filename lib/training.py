@@ -38,7 +38,7 @@ from .metrics import attention_entropy
 __all__ = ["RetrievalBatch", "make_retrieval_batch", "AttentionRetriever", "TrainResult", "train",
            "train_seeds", "Arm", "train_grid", "unscaled_equivalent", "BatchStream", "batch_stream",
            "per_query_gradients", "steps_to_threshold", "label_count_baselines",
-           "gradient_path", "median_steps", "median_final_loss", "stuck", "top_share", "all_tokens",
+           "gradient_path", "median_steps", "seed_bootstrap_ratio", "median_final_loss", "stuck", "top_share", "all_tokens",
            "score_stats", "qk_retrieval_loss"]
 
 #: Seed s's training batches come from torch.Generator().manual_seed(s + DATA_SEED_OFFSET), so that
@@ -573,6 +573,29 @@ def _results(results):
 def median_steps(results, threshold: float, window: int = 10) -> float:
     """The median over ``results`` (one :class:`TrainResult` per seed) of :meth:`TrainResult.steps_to`."""
     return float(np.median([r.steps_to(threshold, window) for r in _results(results)]))
+
+
+def seed_bootstrap_ratio(slow, fast, threshold: float, level: float = 0.9, window: int = 10) -> tuple:
+    """How far the ratio of median steps, ``median_steps(slow) / median_steps(fast)``, moves when the
+    seeds are drawn again: the exact bootstrap over seeds (every way of drawing ``n`` of the ``n`` seeds
+    with replacement, the same seeds for both arms, since seed s gives both the same batches), as the
+    central ``level`` interval ``(lo, hi)``. With four seeds that is 4⁴ = 256 draws, enumerated, not
+    sampled, so nothing here is random. ``slow`` and ``fast`` are one :class:`TrainResult` per seed,
+    in the same seed order."""
+    slow, fast = _results(slow), _results(fast)
+    if len(slow) != len(fast):
+        raise ValueError(f"slow and fast need one result per seed each; got {len(slow)} and {len(fast)}")
+    if not (isinstance(level, float) and 0 < level < 1):
+        raise ValueError(f"level must be a number between 0 and 1; got {level!r}")
+    n = len(slow)
+    if n > 6:
+        raise ValueError(f"the exact bootstrap enumerates n^n draws; {n} seeds is too many (at most 6)")
+    s = np.array([r.steps_to(threshold, window) for r in slow], dtype=float)
+    f = np.array([r.steps_to(threshold, window) for r in fast], dtype=float)
+    idx = np.array(np.meshgrid(*[np.arange(n)] * n, indexing="ij")).reshape(n, -1).T   # (n^n, n)
+    ratios = np.median(s[idx], axis=1) / np.median(f[idx], axis=1)
+    tail = (1 - level) / 2
+    return float(np.quantile(ratios, tail)), float(np.quantile(ratios, 1 - tail))
 
 
 def median_final_loss(results, last: int = 20) -> float:

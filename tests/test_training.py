@@ -556,3 +556,30 @@ def test_qk_retrieval_loss_is_minus_log_of_pytorchs_attention_weight_on_the_copi
     assert torch.allclose(training.qk_retrieval_loss(w_q, w_k, b), want, atol=1e-12)
     with pytest.raises(TypeError, match="torch tensors"):
         training.qk_retrieval_loss(w_q.numpy(), w_k, b)
+
+
+def test_seed_bootstrap_ratio_known_values_and_an_independent_enumeration():
+    import itertools
+    import statistics
+
+    # two seeds: slow crosses at steps 2 and 4, fast at 1 and 1 -> draws (0,0) 2, (0,1) 3, (1,0) 3, (1,1) 4
+    slow = [_run([3, 3, 0.5, 0.5, 0.5, 0.5]), _run([3, 3, 3, 3, 0.5, 0.5])]
+    fast = [_run([3, 0.5, 0.5, 0.5, 0.5, 0.5]), _run([3, 0.5, 0.5, 0.5, 0.5, 0.5])]
+    lo, hi = training.seed_bootstrap_ratio(slow, fast, 1.0, level=0.9, window=1)
+    assert (lo, hi) == pytest.approx((2.15, 3.85))      # numpy's linear quantiles of [2, 3, 3, 4]
+    # three seeds, against itertools and statistics (another way to enumerate the 27 draws)
+    slow3 = [_run([3] * k + [0.5] * (6 - k)) for k in (2, 3, 5)]
+    fast3 = [_run([3] * k + [0.5] * (6 - k)) for k in (1, 2, 1)]
+    s = [r.steps_to(1.0, window=1) for r in slow3]
+    f = [r.steps_to(1.0, window=1) for r in fast3]
+    ratios = sorted(statistics.median([s[i] for i in d]) / statistics.median([f[i] for i in d])
+                    for d in itertools.product(range(3), repeat=3))
+    lo, hi = training.seed_bootstrap_ratio(slow3, fast3, 1.0, level=0.5, window=1)
+    assert lo == pytest.approx(float(np.quantile(ratios, 0.25))) and hi == pytest.approx(float(np.quantile(ratios, 0.75)))
+    assert lo <= training.median_steps(slow3, 1.0, window=1) / training.median_steps(fast3, 1.0, window=1) <= hi
+    with pytest.raises(ValueError, match="one result per seed each"):
+        training.seed_bootstrap_ratio(slow3, fast, 1.0)
+    with pytest.raises(ValueError, match="level must be"):
+        training.seed_bootstrap_ratio(slow, fast, 1.0, level=90)
+    with pytest.raises(ValueError, match="at most 6"):
+        training.seed_bootstrap_ratio([slow[0]] * 7, [fast[0]] * 7, 1.0)
