@@ -57,8 +57,22 @@ def kernel_paths() -> list[str]:
     return paths
 
 
-def _env(cap: str | None, offset: int) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in {"ATEN_CPU_CAPABILITY", "BOOK_CLAIMS"}}
+def numpy_lower_path() -> str | None:
+    """The ``NPY_DISABLE_CPU_FEATURES`` value that makes NumPy dispatch the lowest of its SIMD targets
+    this CPU supports (on an AVX-512 machine: X86_V3, i.e. AVX2, instead of X86_V4 and above), or None
+    where NumPy finds fewer than two targets."""
+    code = ("from numpy._core._multiarray_umath import __cpu_dispatch__ as d, __cpu_features__ as f\n"
+            "print(' '.join(x for x in d if f.get(x)))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    found = run.stdout.split()
+    return " ".join(found[1:]) if run.returncode == 0 and len(found) > 1 else None
+
+
+def _env(cap: str | None, offset: int, npy: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"ATEN_CPU_CAPABILITY", "BOOK_CLAIMS", "NPY_DISABLE_CPU_FEATURES"}}
+    if npy:
+        env["NPY_DISABLE_CPU_FEATURES"] = npy
     env.update(BOOK_CLAIMS="record", BOOK_SEED_OFFSET=str(offset), OMP_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
     if cap:
@@ -84,6 +98,10 @@ def configurations(offsets: list[int]) -> tuple[list[dict], dict]:
         caps = [None] + [c for c in kernel_paths() if paths[c] != paths["auto"]] if offset == 0 else [None]
         for cap in caps:
             configs.append({"name": f"{cap or 'auto'}/seeds+{offset}", "cap": cap, "offset": offset})
+    npy = numpy_lower_path()
+    if npy and 0 in offsets:              # NumPy's own SIMD dispatch, one step down, with torch's own path
+        configs.append({"name": "auto+numpy-low/seeds+0", "cap": None, "offset": 0, "npy": npy})
+        paths["auto+numpy-low"] = paths["auto"] + f" (NumPy without {npy})"
     return configs, paths
 
 
@@ -93,7 +111,7 @@ def run_one(config: dict, topic: str, notebook: Path) -> dict:
     d.mkdir(parents=True, exist_ok=True)
     log = d / f"{topic}.jsonl"
     log.unlink(missing_ok=True)
-    env = _env(config["cap"], config["offset"])
+    env = _env(config["cap"], config["offset"], config.get("npy"))
     env.update(BOOK_CLAIMS_LOG=str(log), BOOK_CLAIMS_PAGE=topic)
     t0 = time.perf_counter()
     run = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
@@ -182,7 +200,7 @@ def report(results: list[dict], configs: list[dict], order: list[str], paths: di
         rs = [r for r in results if r["config"] == c["name"]]
         n = sum(len(r["rows"]) for r in rs)
         bad = sum(1 for r in rs for row in r["rows"] if not row["ok"])
-        shown = paths.get(c["cap"] or "auto", "")
+        shown = paths.get(c["cap"] or ("auto+numpy-low" if c.get("npy") else "auto"), "")
         print(f"  {c['name']:<22} torch path {shown:<8} {n:5d} claims, {bad} failed, "
               f"{sum(r['seconds'] for r in rs):6.0f} s")
     print(f"\n{len(margins)} claims have a value that moves between configurations; the closest to failing "
@@ -207,6 +225,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("topics", nargs="*", help="chapters (default: all)")
     ap.add_argument("--offsets", type=int, nargs="+", default=[0, SECOND_SEEDS])
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", nargs="+", metavar="CONFIG", help="run only these configurations (by name)")
     ap.add_argument("--no-learner", dest="learner", action="store_false",
                     help="skip the learner notebooks of the training chapters under each kernel path")
     args = ap.parse_args(argv)
@@ -218,6 +237,10 @@ def main(argv: list[str]) -> int:
     nbdir = OUT / "notebooks"
     notebooks = {p.stem: p for p in chapters.write_notebooks(nbdir)}
     configs, paths = configurations(args.offsets)
+    if args.only:
+        configs = [c for c in configs if c["name"] in args.only]
+        if not configs:
+            ap.error(f"no configuration named {args.only}")
     jobs = [(c, t) for c in configs for t in topics]
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
