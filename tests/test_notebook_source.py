@@ -270,11 +270,7 @@ def glued_keys(path) -> list[tuple[int, str]]:
     """``(cell, pattern)`` for every key a chapter's code glues (``glue("key", ...)``,
     ``plotting.glue("key", ...)``; an f-string key becomes a pattern)."""
     out = []
-    for i, cell in enumerate(_cells(path)):
-        if cell["cell_type"] != "code":
-            continue
-        tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line
-                                   for line in _src(cell).splitlines()))
+    for i, tree in _trees(path):
         for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args):
             name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
             if name != "glue":
@@ -317,10 +313,8 @@ def test_the_glue_reader_finds_every_form():
 def test_claims_are_checked_with_lib_claims(path):
     """A page's claim is a ``lib.claims`` call, never a bare ``assert``: an assert would stop a
     learner's Run All on another CPU's rounding, and the robustness check could not record it."""
-    bare = []
-    for i, cell in enumerate(_cells(path)):
-        if cell["cell_type"] == "code" and "remove-cell" in _tags(cell):
-            tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line
-                                       for line in _src(cell).splitlines()))
+    bare, cells = [], _cells(path)
+    for i, tree in _trees(path):
+        if "remove-cell" in _tags(cells[i]):
             bare += [f"cell {i}, line {n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Assert)]
     assert not bare, f"{path.name}: bare assert in a hidden cell (use lib.claims.check/holds): {bare}"

@@ -34,11 +34,6 @@ def chapters(toc: Path | None = None) -> list[str]:
     return out
 
 
-def pages() -> list[str]:
-    """Every page of book/ (chapters and the other pages), by stem, sorted."""
-    return sorted(p.stem for p in BOOK.glob("*.md"))
-
-
 def number(topic: str, toc: Path | None = None) -> int:
     """The chapter's number as the build renders it (its place in ``_toc.yml``)."""
     order = chapters(toc)
