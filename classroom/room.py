@@ -142,7 +142,15 @@ def torch_plan(python, *, system=None, env=None, gpu=None, configured=None):
 
 # --- install -------------------------------------------------------------------------------------------
 
+MIN_PYTHON = (3, 11)   # pyproject.toml's requires-python: the locked numpy, scipy, matplotlib and ipython need it
+
+
 def cmd_install(a):
+    if sys.version_info[:2] < MIN_PYTHON:
+        sys.exit(f"Python {sys.version_info[0]}.{sys.version_info[1]} is too old: the book's locked packages "
+                 f"need Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer. Run this script with a newer Python "
+                 f"(e.g. `py -3.12 classroom\\room.py install` on Windows, `python3.12 classroom/room.py "
+                 f"install` elsewhere).")
     venv = Path(a.venv).resolve()
     reqs = LEARNER_REQS if a.learner else AUTHOR_REQS
     if not venv_python(venv).exists():
@@ -412,7 +420,7 @@ def main(argv=None):
     s.set_defaults(func=cmd_lab)
     s = sub.add_parser("bundle", help="an offline classroom bundle for one OS and Python version")
     s.add_argument("--platform", choices=sorted(PLATFORM_TAGS), required=True)
-    s.add_argument("--python", choices=["3.10", "3.11", "3.12", "3.13"], required=True)
+    s.add_argument("--python", choices=["3.11", "3.12", "3.13"], required=True)
     s.add_argument("--out", help="folder to put the bundle in (default _build/classroom)")
     s.add_argument("--archive", action="store_true", help="also a .zip (windows) or .tar.gz (linux)")
     s.set_defaults(func=cmd_bundle)
