@@ -161,7 +161,7 @@ bundle: book
 hub: book
 	$(BIN)/python classroom/room.py hub --prefix $(HUB_PREFIX) --python $(HUB_PYTHON)
 
-# A fresh learner environment runs a learner notebook of each language; the Linux bundle installs with
+# A fresh learner environment runs every learner notebook of both languages; the Linux bundle installs with
 # every index disabled and runs them; the Windows bundle is built; a real JupyterHub with two unix
 # users (created when root; skipped otherwise, REQUIRE_CLASSROOM_TEST=1 makes a skip a failure).
 test-classroom: html-en html-ja

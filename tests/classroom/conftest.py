@@ -80,3 +80,34 @@ def python_for(version: str):
             if r.returncode == 0:
                 return c
     return None
+
+
+def run_every_learner_notebook(jupyter, folders: dict, out: Path, env: dict, label: str, jobs: int = 2):
+    """Run All on every learner notebook in ``folders`` ({lang: folder}), as a learner presses it
+    (``jupyter nbconvert --execute`` with that environment's own Jupyter and kernel), two at a time on
+    the two cores; fails naming every notebook that stopped, with the end of its error. Records the time
+    of each language."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs_list = [(lang, nb) for lang, folder in folders.items() for nb in sorted(Path(folder).glob("*.ipynb"))]
+    assert {lang for lang, _ in jobs_list} == set(folders), f"a folder without notebooks: {folders}"
+
+    def one(job):
+        lang, nb = job
+        t = time.perf_counter()
+        r = subprocess.run([str(jupyter), "nbconvert", "--to", "notebook", "--execute",
+                            "--ExecutePreprocessor.timeout=600", "--output-dir", str(out / lang), str(nb)],
+                           capture_output=True, text=True, env=env, cwd=nb.parent)
+        return lang, nb.name, r, time.perf_counter() - t
+
+    with ThreadPoolExecutor(jobs) as pool:
+        results = list(pool.map(one, jobs_list))
+    failed = [f"{lang}/{name}: {r.stderr.strip()[-1500:]}" for lang, name, r, _ in results if r.returncode]
+    for lang in folders:
+        ran = [(name, dt) for lg, name, _, dt in results if lg == lang]
+        record(f"{label}: run all {len(ran)} {lang} learner notebooks s (sum of each)",
+               round(sum(dt for _, dt in ran), 1))
+        slowest = max(ran, key=lambda x: x[1])
+        record(f"{label}: slowest {lang} learner notebook", f"{slowest[0]} {slowest[1]:.1f} s")
+    assert not failed, f"{len(failed)} of {len(results)} learner notebooks stopped:\n" + "\n\n".join(failed)
+    return results

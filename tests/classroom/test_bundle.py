@@ -1,6 +1,6 @@
 """The offline classroom bundle (classroom/room.py bundle), as a trainer builds it and a laptop installs
 it: the Linux bundle installs into a fresh venv with every package index disabled and no network, and
-runs a learner notebook of each language; the Windows bundle is built here and checked for completeness
+runs every learner notebook of both languages (Run All); the Windows bundle is built here and checked for completeness
 (it is not run on Windows here)."""
 import subprocess
 import sys
@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NOTEBOOKS, ROOT, chapters, du, offline_env, python_for, record, timed
+from conftest import NOTEBOOKS, ROOT, chapters, du, offline_env, python_for, record, run_every_learner_notebook, timed
 
-NB_FORMULA = chapters.notebook_name("formula")   # the learner notebook's file name
 NB_SOFTMAX_SATURATION = chapters.notebook_name("softmax_saturation")   # the learner notebook's file name
 
 sys.path.insert(0, str(ROOT / "classroom"))
@@ -53,7 +52,7 @@ def test_linux_bundle_holds_the_book_and_a_cpu_torch(linux_bundle):
         assert not list((b / "wheels").glob(f"{author_only}-*.whl")), author_only
 
 
-def test_linux_bundle_installs_offline_and_runs_a_learner_notebook_of_each_language(linux_bundle, tmp_path):
+def test_linux_bundle_installs_offline_and_runs_every_learner_notebook(linux_bundle, tmp_path):
     """A copy of the bundle (as on a USB stick), installed with no index and no network."""
     import shutil
 
@@ -77,13 +76,13 @@ def test_linux_bundle_installs_offline_and_runs_a_learner_notebook_of_each_langu
     assert out.returncode == 0 and out.stdout.startswith("2.13.0+cpu"), out.stderr
     assert str(laptop / "venv") in out.stdout                       # lib from the bundle's wheel
     timed(["sh", laptop / "install.sh", "ja", "--no-lab"], env=env, cwd=tmp_path)
-    for lang, nb in (("en", NB_FORMULA), ("en", "primer.ipynb"), ("ja", NB_SOFTMAX_SATURATION)):
-        work = laptop / "work" / lang / nb
-        assert work.is_file(), work
-        _, dt = timed([laptop / "venv" / "bin" / "jupyter", "nbconvert", "--to", "notebook", "--execute",
-                       "--ExecutePreprocessor.timeout=300", "--output-dir", tmp_path / "run" / lang, work],
-                      env=dict(env, JUPYTER_PATH=str(laptop / "venv" / "share" / "jupyter")), cwd=work.parent)
-        record(f"bundle linux: run {lang}/{nb} s", round(dt, 1))
+    # Run All on every learner notebook of both languages, offline, in the bundle's own environment
+    for lang in ("en", "ja"):
+        assert sorted(p.name for p in (laptop / "work" / lang).glob("*.ipynb")) == \
+            sorted(p.name for p in (NOTEBOOKS / lang / "learner").glob("*.ipynb")), lang
+    run_every_learner_notebook(laptop / "venv" / "bin" / "jupyter",
+                               {lang: laptop / "work" / lang for lang in ("en", "ja")}, tmp_path / "run",
+                               dict(env, JUPYTER_PATH=str(laptop / "venv" / "share" / "jupyter")), "bundle linux")
     # a Japanese notebook speaks Japanese: its verdicts and figures come from lib in Japanese
     import nbformat
     ran = nbformat.read(tmp_path / "run" / "ja" / NB_SOFTMAX_SATURATION, as_version=4)
