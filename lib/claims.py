@@ -2,11 +2,15 @@
 
 Every sentence of a chapter that states a result is checked by a hidden cell. A check is one call::
 
+    claims.claim("ratio", ratio, ">", 2.0, "best against best, still at least 2x")
     claims.check(ratio, ">", 2.0, "best against best, still at least 2x")
     claims.check(0.6, "<", ratio_shared, "about equally fast at SGD 0.1")
     claims.holds(all(r.steps_to(1.0) < STEPS for r in runs), "every scaled seed got there")
 
-``check`` compares a value with a threshold (``>``, ``>=``, ``<``, ``<=``, ``==``, ``!=``) and knows its
+``claim`` glues the number under ``key`` for the page's prose (``{glue:text}`key:.1f```, through myst-nb,
+when it is installed: lib does not depend on it) and checks it, so the number the reader sees and the
+claim about it are one statement; ``check`` is the same without the glue (a claim about a number the
+prose does not print). Both compare a value with a threshold (``>``, ``>=``, ``<``, ``<=``, ``==``, ``!=``) and knows its
 margin (how far the value is from failing, relative to the threshold); ``holds`` takes a condition that
 has no single threshold. What happens on a failure depends on who runs the page:
 
@@ -19,6 +23,11 @@ has no single threshold. What happens on a failure depends on who runs the page:
 - unset (a learner's notebook, anywhere): nothing raises and nothing is printed. The learner's Run All
   never stops on a check of the book's own numbers: their machine may round differently.
 
+``varies(key, pattern, within, text)`` states how far a page's glued numbers move on another machine or
+another seed set ("the medians moved by up to 30 %"): it glues ``within`` as a percentage under ``key`` for
+the prose, and the robustness check measures the spread of every glued number whose key matches
+``pattern`` across its configurations and fails when one moved further than ``within``.
+
 ``seed(s)`` adds ``BOOK_SEED_OFFSET`` (default 0) to a seed, so that the robustness check can run every
 seeded experiment of a page on a second, disjoint seed set; lib's seeded helpers call it.
 """
@@ -30,7 +39,7 @@ import operator
 import os
 from numbers import Real
 
-__all__ = ["check", "holds", "ClaimFailed", "seed", "mode"]
+__all__ = ["claim", "check", "holds", "varies", "ClaimFailed", "seed", "mode"]
 
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
         "==": operator.eq, "!=": operator.ne}
@@ -101,13 +110,60 @@ def _outcome(ok: bool, text: str, entry: dict) -> bool:
 
 def check(value, op: str, threshold, text: str) -> bool:
     """The claim ``value op threshold`` (say it in words in ``text``). Returns whether it holds."""
+    return _check(value, op, threshold, text, {})
+
+
+def _check(value, op, threshold, text, extra: dict) -> bool:
     if op not in _OPS:
         raise ValueError(f"claims.check: op must be one of {sorted(_OPS)}, not {op!r}")
     if not isinstance(text, str) or not text.strip():
         raise ValueError("claims.check: say the claim in words (text)")
     v, t = _number(value, "value"), _number(threshold, "threshold")
     ok = bool(_OPS[op](v, t)) and not math.isnan(v)
-    return _outcome(ok, text, {"value": v, "op": op, "threshold": t, "margin": _margin(v, op, t)})
+    return _outcome(ok, text, {**extra, "value": v, "op": op, "threshold": t, "margin": _margin(v, op, t)})
+
+
+def claim(key: str, value, op: str, threshold, text: str) -> bool:
+    """Glue ``value`` under ``key`` (for ``{glue:text}`key```) and check ``value op threshold``, the claim
+    said in words in ``text``. Returns whether it holds. The glue needs myst-nb (the book's build); where
+    it is not installed (a learner's environment) only the check runs."""
+    if not isinstance(key, str) or not key.strip():
+        raise ValueError(f"claims.claim: key must be the glue key the page reads (a non-empty str), not {key!r}")
+    ok = _check(value, op, threshold, text, {"key": key})   # first: a bad value or op raises before anything is glued
+    try:
+        from myst_nb import glue  # noqa: PLC0415 - optional: lib does not depend on the book stack
+    except ImportError:
+        return ok
+    glue(key, value, display=False)
+    return ok
+
+
+def varies(key: str, pattern: str, within: float, text: str) -> float:
+    """The page's statement that its glued numbers whose keys match ``pattern`` (a regular expression,
+    matched whole) move by at most ``within`` (a fraction: 0.3 for 30 %) between configurations of the
+    robustness check: (largest - smallest) / smallest of each number. Glues ``100 * within`` under
+    ``key``; recorded for ``make test-robust``, which checks it. Returns ``100 * within``."""
+    import re  # noqa: PLC0415
+
+    if not isinstance(key, str) or not key.strip():
+        raise ValueError(f"claims.varies: key must be the glue key the page reads, not {key!r}")
+    try:
+        re.compile(pattern)
+    except (re.error, TypeError) as e:
+        raise ValueError(f"claims.varies: pattern must be a regular expression over glue keys: {e}") from None
+    w = _number(within, "within")
+    if not 0 < w < 10:
+        raise ValueError(f"claims.varies: within is a fraction (0.3 for 30 %), not {within!r}")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("claims.varies: say the statement in words (text)")
+    if mode() == "record":
+        _record({"varies": pattern, "within": w, "claim": text, "key": key})
+    try:
+        from myst_nb import glue  # noqa: PLC0415 - optional: lib does not depend on the book stack
+    except ImportError:
+        return 100 * w
+    glue(key, 100 * w, display=False)
+    return 100 * w
 
 
 def holds(condition, text: str) -> bool:

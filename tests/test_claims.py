@@ -107,3 +107,56 @@ def test_seed_offset_reaches_the_training_runs(monkeypatch):
     monkeypatch.setenv("BOOK_SEED_OFFSET", "0")
     again = training.batch_stream([0], 2, batch_size=4)
     assert not torch.equal(base.query[0], moved.query[0]) and torch.equal(base.query[0], again.query[0])
+
+
+def test_claim_glues_through_myst_nb_and_checks(monkeypatch, tmp_path):
+    """claim() hands the number to myst-nb's own glue (display off) and checks it like check()."""
+    myst_nb = pytest.importorskip("myst_nb")
+    got = []
+    monkeypatch.setattr(myst_nb, "glue", lambda name, obj, display=True: got.append((name, obj, display)))
+    log = tmp_path / "claims.jsonl"
+    monkeypatch.setenv("BOOK_CLAIMS", "record")
+    monkeypatch.setenv("BOOK_CLAIMS_LOG", str(log))
+    assert claims.claim("ratio", 4.5, ">", 3.0, "about 4 to 5 times") is True
+    assert got == [("ratio", 4.5, False)]
+    (row,) = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert row["key"] == "ratio" and row["value"] == 4.5 and row["threshold"] == 3.0 and row["ok"]
+    monkeypatch.setenv("BOOK_CLAIMS", "strict")
+    with pytest.raises(claims.ClaimFailed, match=r"about 4 to 5 times.*2\.5 > 3 is false"):
+        claims.claim("ratio", 2.5, ">", 3.0, "about 4 to 5 times")
+    assert len(got) == 1                      # a failed claim in the build glues nothing
+    with pytest.raises(ValueError, match="key must be the glue key"):
+        claims.claim("", 1.0, ">", 0, "x")
+
+
+def test_claim_without_myst_nb_only_checks(monkeypatch):
+    """In a learner's environment (no myst-nb) claim() still checks, and needs nothing else."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_myst_nb(name, *a, **k):
+        if name == "myst_nb" or name.startswith("myst_nb."):
+            raise ImportError("no myst_nb here")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_myst_nb)
+    monkeypatch.delenv("BOOK_CLAIMS", raising=False)
+    assert claims.claim("k", 1.0, "<", 2.0, "below 2") is True
+    assert claims.claim("k", 3.0, "<", 2.0, "below 2") is False
+
+
+def test_varies_records_its_bound_and_glues_the_percentage(monkeypatch, tmp_path):
+    myst_nb = pytest.importorskip("myst_nb")
+    got = []
+    monkeypatch.setattr(myst_nb, "glue", lambda name, obj, display=True: got.append((name, obj, display)))
+    log = tmp_path / "claims.jsonl"
+    monkeypatch.setenv("BOOK_CLAIMS", "record")
+    monkeypatch.setenv("BOOK_CLAIMS_LOG", str(log))
+    assert claims.varies("spread", r"ratio_\d+", 0.3, "the ratios moved by up to 30 %") == pytest.approx(30)
+    assert got == [("spread", pytest.approx(30), False)]
+    (row,) = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert row["varies"] == r"ratio_\d+" and row["within"] == 0.3 and row["key"] == "spread"
+    for bad, match in (((r"(", 0.3), "regular expression"), ((r"x", 30), "a fraction"), ((r"x", 0), "a fraction")):
+        with pytest.raises(ValueError, match=match):
+            claims.varies("k", *bad, "words")

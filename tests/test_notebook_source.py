@@ -103,6 +103,8 @@ def _checks(tree, claims=True):
                 "claims" in ast.unparse(node.func.value).split(".") and node.args:
             if node.func.attr == "check" and len(node.args) >= 3:
                 yield node.lineno, ast.Compare(left=node.args[0], ops=[ast.Gt()], comparators=[node.args[2]])
+            elif node.func.attr == "claim" and len(node.args) >= 4:
+                yield node.lineno, ast.Compare(left=node.args[1], ops=[ast.Gt()], comparators=[node.args[3]])
             elif node.func.attr == "holds":
                 yield node.lineno, node.args[0]
 
@@ -268,12 +270,13 @@ GLUE_READ = re.compile(r"\{glue(?::[a-z]+)?\}`(?:(?P<page>[\w-]+)\.md::)?(?P<key
 
 def glued_keys(path) -> list[tuple[int, str]]:
     """``(cell, pattern)`` for every key a chapter's code glues (``glue("key", ...)``,
-    ``plotting.glue("key", ...)``; an f-string key becomes a pattern)."""
+    ``plotting.glue("key", ...)``, ``lib.claims.claim("key", ...)``, ``lib.claims.varies("key", ...)``; an
+    f-string key becomes a pattern)."""
     out = []
     for i, tree in _trees(path):
         for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args):
             name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
-            if name != "glue":
+            if name not in ("glue", "claim", "varies"):
                 continue
             key = call.args[0]
             if isinstance(key, ast.Constant) and isinstance(key.value, str):

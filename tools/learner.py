@@ -388,12 +388,13 @@ GLUE_STANDIN = ("def glue(name, variable, display=True):  # the book glues numbe
 
 
 def _is_claim(stmt) -> bool:
-    """A statement that only checks one of the page's claims: ``lib.claims.check(...)`` or
-    ``claims.holds(...)`` as a statement of its own."""
+    """A statement that only checks one of the page's claims: ``lib.claims.check(...)``,
+    ``claims.holds(...)``, ``lib.claims.claim(...)`` or ``lib.claims.varies(...)`` (the last two also glue a
+    number for the HTML page: the learner notebook has it in its text already) as a statement of its own."""
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
     f = stmt.value.func
-    return isinstance(f, ast.Attribute) and f.attr in {"check", "holds"} and (
+    return isinstance(f, ast.Attribute) and f.attr in {"claim", "check", "holds", "varies"} and (
         (isinstance(f.value, ast.Name) and f.value.id == "claims")
         or (isinstance(f.value, ast.Attribute) and f.value.attr == "claims"))
 

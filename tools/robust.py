@@ -17,6 +17,10 @@ Then the English learner notebooks of the chapters that train (which carry no cl
 each kernel path other than torch's own (``make test-learner-en`` runs that one): they must run to the
 end. Needs ``make html-en`` first.
 
+Every number a chapter glues is recorded too (a first cell wraps myst-nb's ``glue``), so the report
+also shows how far each printed number moves between configurations, and a page's
+``lib.claims.varies`` statement ("these medians moved by up to 30 %") is checked against that spread.
+
 It prints one line per configuration (which kernel path torch reported, claims, failures, time), the
 claims closest to failing, and every failure; the whole table, claim by configuration, goes to
 ``_build/robust/report.md``. It fails if a chapter stops with an error, a claim fails anywhere, or a
@@ -29,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -105,6 +110,30 @@ def configurations(offsets: list[int]) -> tuple[list[dict], dict]:
     return configs, paths
 
 
+# The first cell of every notebook the robustness check runs: each number a page glues is written to the
+# claims log as well (myst-nb's glue, wrapped before the page's `from myst_nb import glue` reads it).
+GLUE_RECORDER = """\
+import json as _rj, numbers as _rn, os as _ro
+import myst_nb as _rm
+_rglue = _rm.glue
+def _recording_glue(name, variable, display=True):
+    if isinstance(variable, _rn.Real) and not isinstance(variable, bool) and _ro.environ.get("BOOK_CLAIMS_LOG"):
+        with open(_ro.environ["BOOK_CLAIMS_LOG"], "a", encoding="utf-8") as _f:
+            _f.write(_rj.dumps({"glued": name, "value": float(variable)}) + "\\n")
+    return _rglue(name, variable, display)
+_rm.glue = _recording_glue
+"""
+
+
+def with_glue_recorder(notebook: Path) -> Path:
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(GLUE_RECORDER, id="robust-glue-recorder"))
+    nbformat.write(nb, notebook)
+    return notebook
+
+
 def run_one(config: dict, topic: str, notebook: Path) -> dict:
     """Execute one chapter under one configuration; its claims land in a JSON-lines log."""
     d = OUT / config["name"].replace("/", "_")
@@ -159,8 +188,16 @@ def report(results: list[dict], configs: list[dict], order: list[str], paths: di
     names = [c["name"] for c in configs]
     table: dict[tuple, dict] = {}
     errors = [r for r in results if r["error"]]
+    glued: dict[tuple, dict] = {}       # (page, key) -> {config: value}
+    bounds: dict[tuple, dict] = {}      # (page, key of the statement) -> the varies row
     for r in results:
         for row in r["rows"]:
+            if "glued" in row:
+                glued.setdefault((r["topic"], row["glued"]), {})[r["config"]] = row["value"]
+                continue
+            if "varies" in row:
+                bounds[(r["topic"], row["key"])] = row
+                continue
             key = (order.index(r["topic"]), row["n"], r["topic"])
             table.setdefault(key, {"claim": row["claim"], "by": {}})["by"][r["config"]] = row
     failed, missing, margins = [], [], []
@@ -191,15 +228,26 @@ def report(results: list[dict], configs: list[dict], order: list[str], paths: di
         thr = f"{first.get('op', '')} {_fmt(first.get('threshold'))}" if "op" in first else "(condition)"
         lines.append(f"| {key[2]} | {key[1]} | {entry['claim'][:70]} | {thr} | " + " | ".join(cells) +
                      f" | {'' if not ms else f'{100 * min(ms):.0f} %'} |")
+    moved = spread_of_glued(glued, names)
+    too_far = check_bounds(bounds, moved)
+    lines += ["", "# Glued numbers that move between configurations", "",
+              "Spread = (largest - smallest) / smallest over the configurations that printed it.", "",
+              "| page | key | " + " | ".join(names) + " | spread |",
+              "| --- | --- | " + " | ".join("---" for _ in names) + " | --- |"]
+    for (topic, k), (spread, by) in sorted(moved.items(), key=lambda x: (order.index(x[0][0]), -x[1][0])):
+        lines.append(f"| {topic} | {k} | " + " | ".join(_fmt(by.get(n)) if n in by else "—" for n in names) +
+                     f" | {100 * spread:.0f} % |")
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (OUT / "spread.json").write_text(json.dumps({f"{t}::{k}": {"spread": s, "by": by}
+                                                 for (t, k), (s, by) in moved.items()}, indent=1), encoding="utf-8")
 
     print(f"\nrobustness check: {len(table)} claims on {len(order)} chapters, {len(names)} configurations "
           f"(report: {(OUT / 'report.md').relative_to(ROOT)})")
     for c in configs:
         rs = [r for r in results if r["config"] == c["name"]]
-        n = sum(len(r["rows"]) for r in rs)
-        bad = sum(1 for r in rs for row in r["rows"] if not row["ok"])
+        n = sum(1 for r in rs for row in r["rows"] if "ok" in row)
+        bad = sum(1 for r in rs for row in r["rows"] if not row.get("ok", True))
         shown = paths.get(c["cap"] or ("auto+numpy-low" if c.get("npy") else "auto"), "")
         print(f"  {c['name']:<22} torch path {shown:<8} {n:5d} claims, {bad} failed, "
               f"{sum(r['seconds'] for r in rs):6.0f} s")
@@ -214,10 +262,41 @@ def report(results: list[dict], configs: list[dict], order: list[str], paths: di
         print(f"MISSING {key[2]} #{key[1]} ({table[key]['claim'][:60]}) not made under {', '.join(gone)}")
     for r in errors:
         print(f"ERROR {r['topic']} under {r['config']}: {r['error']}")
-    ok = not failed and not missing and not errors
+    print(f"\n{len(moved)} glued numbers move between configurations; each page's statement of how far:")
+    for (topic, k), row in sorted(bounds.items()):
+        ks = [(s, kk) for (tt, kk), (s, _) in moved.items() if tt == topic and re.fullmatch(row["varies"], kk)]
+        worst = max(ks, default=(0.0, "none moved"))
+        print(f"  {topic} {k}: up to {100 * row['within']:.0f} % stated, {100 * worst[0]:.0f} % measured "
+              f"({worst[1]}; {len(ks)} numbers match {row['varies']!r})")
+    for topic, k, kk, s, w in too_far:
+        print(f"MOVED TOO FAR {topic} {kk}: {100 * s:.0f} %, the page says up to {100 * w:.0f} % ({k})")
+    ok = not failed and not missing and not errors and not too_far
     print(f"\n{len(table)} claims: {len(failed)} failed, {len(missing)} not made everywhere, "
           f"{len(errors)} chapter runs stopped: {'all hold' if ok else 'FAILED'}")
     return 0 if ok else 1
+
+
+def spread_of_glued(glued: dict, names: list[str]) -> dict:
+    """{(page, key): (spread, {config: value})} for every glued number whose value differs between
+    configurations; spread = (max - min) / |min| (inf when min is 0)."""
+    out = {}
+    for k, by in glued.items():
+        vals = [by[n] for n in names if n in by]
+        if len(vals) < 2 or len({f"{v:.6g}" for v in vals}) < 2:
+            continue
+        lo, hi = min(vals), max(vals)
+        out[k] = ((hi - lo) / abs(lo) if lo else float("inf"), by)
+    return out
+
+
+def check_bounds(bounds: dict, moved: dict) -> list[tuple]:
+    """The glued numbers that moved further than their page's ``claims.varies`` statement allows."""
+    bad = []
+    for (topic, key), row in bounds.items():
+        for (t, k), (spread, _) in moved.items():
+            if t == topic and re.fullmatch(row["varies"], k) and spread > row["within"]:
+                bad.append((topic, key, k, spread, row["within"]))
+    return bad
 
 
 def main(argv: list[str]) -> int:
@@ -235,7 +314,7 @@ def main(argv: list[str]) -> int:
     if unknown:
         ap.error(f"not chapters: {unknown} (python tools/chapters.py list)")
     nbdir = OUT / "notebooks"
-    notebooks = {p.stem: p for p in chapters.write_notebooks(nbdir)}
+    notebooks = {p.stem: with_glue_recorder(p) for p in chapters.write_notebooks(nbdir)}
     configs, paths = configurations(args.offsets)
     if args.only:
         configs = [c for c in configs if c["name"] in args.only]

@@ -229,3 +229,6 @@ def test_no_claim_check_in_learner_or_trainer_notebooks(lang, chapter):
     # and the remover keeps what is not a claim (checked here on a known cell)
     kept = learner.without_claims("x = 1\nlib.claims.check(x, '>', 0, 'positive')\nglue('x', x)")
     assert kept == "x = 1\nglue('x', x)"
+    kept = learner.without_claims("x = 1\nlib.claims.claim('x', x, '>', 0, 'positive')\n"
+                                  "lib.claims.varies('s', 'x', 0.3, 'moves')")
+    assert kept == "x = 1"
