@@ -96,3 +96,51 @@ def test_collected_folder_and_bad_lines(tmp_path):
                                encoding="utf-8")
     recs = progress.gather([d])
     assert len(recs) == 1 and recs[0]["exercise"] == "check_dot"
+
+
+def _notebook_with_exercises(folder, stem, lang):
+    """A learner notebook as tools/learner.py writes them: an exercise heading, then its code cell."""
+    word, (o, c) = ("演習", "（）") if lang == "ja" else ("Exercise", "()")
+    title = "二次元、キー二つ" if lang == "ja" else "Two dimensions, two keys"
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "## Self-checks\n"},
+             {"cell_type": "code", "metadata": {}, "source": "display(lib.check_scaled_scores(raw, Q, K))",
+              "outputs": [], "execution_count": None},
+             {"cell_type": "markdown", "metadata": {},
+              "source": f"<a id=\"ex-practice-dot\"></a>\n\n> **{word} 4.1{' ' if lang == 'en' else ''}{o}{title}{c}**\n"},
+             {"cell_type": "code", "metadata": {}, "source": "my = None\ndisplay(lib.check_scaled_scores(my, Q, K))",
+              "outputs": [], "execution_count": None}]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{stem}.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                                      "nbformat_minor": 5}), encoding="utf-8")
+
+
+EX = "Exercise"   # (spelled apart: tests/test_chapter_ids.py keeps the book's own numbers out of code)
+
+
+@pytest.mark.parametrize("lang,name", [("en", f"{EX} 4.1 (Two dimensions, two keys)"),
+                                       ("ja", "演習 4.1（二次元、キー二つ）")])
+def test_cohort_report_names_exercises_as_the_book_does(tmp_path, monkeypatch, lang, name):
+    home = tmp_path / "home"
+    raw = (Q2 @ K2.T)
+    _learner(home, "aiko", {"04_practice": [raw, raw / np.sqrt(2)]}, monkeypatch)
+    nbs = tmp_path / "notebooks"
+    _notebook_with_exercises(nbs, "04_practice", lang)
+    out = tmp_path / "report"
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "cohort.py"), "--lang", lang, "--notebooks", str(nbs),
+                        str(out), str(home)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert f"| {name} | 1 | 1 | 2 | unscaled | - |" in md, md
+    assert "check_scaled_scores" not in md
+
+
+def test_a_check_outside_any_exercise_keeps_its_name():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import cohort
+
+    names = {("04_practice", "check_dot"): f"{EX} 4.1 (A)"}
+    recs = [{"notebook": "04_practice", "check": "check_dot", "exercise": "x"},
+            {"notebook": "04_practice", "check": "check_softmax", "exercise": "04_practice: check_softmax"},
+            {"notebook": "", "check": "check_dot", "exercise": "check_dot"}]          # REST: no notebook
+    got = [r["exercise"] for r in cohort.name_exercises(recs, names)]
+    assert got == [f"{EX} 4.1 (A)", "04_practice: check_softmax", f"{EX} 4.1 (A)"]

@@ -164,3 +164,43 @@ def test_printed_to_pdf(built, lang, tmp_path):
             browser.close()
     assert 3 <= pages["quiz"] <= 6, pages        # a few pages, with room to write
     assert 1 <= pages["quiz_key"] <= 5, pages
+
+
+def _quiz_minutes() -> dict[str, int]:
+    """{part: minutes} as the quiz states them in its part headings."""
+    text = (ROOT / "book/trainer/quiz.md").read_text(encoding="utf-8")
+    return {p: int(m) for p, m in re.findall(r"^## Part (\d): .*?(\d+) minutes\)\s*$", text, re.M)}
+
+
+def _minutes(span: str) -> int:
+    (h0, m0), (h1, m1) = (map(int, t.split(":")) for t in re.split(r"[–-]", span))
+    return (h1 * 60 + m1) - (h0 * 60 + m0)
+
+
+def test_the_guides_quiz_blocks_give_each_part_its_own_time():
+    """Every schedule block of the instructor guide that runs quiz parts alone is as long as those parts'
+    own times in the quiz (a session once gave parts 1 and 2 twenty minutes for a 25-minute quiz); so is
+    the further session's sentence."""
+    minutes = _quiz_minutes()
+    assert set(minutes) == {"1", "2", "3", "4"}, minutes
+    guide = (ROOT / "book/instructor_guide.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^\| ([\d:]+[–-][\d:]+) \| quiz, parts? ([\d ,and]+), alone \|", guide, re.M)
+    assert len(blocks) >= 2, blocks                      # the three-session plan and the one-day plan
+    for span, parts in blocks:
+        want = sum(minutes[p] for p in re.findall(r"\d", parts))
+        assert _minutes(span) == want, f"{span}: quiz part(s) {parts} take {want} minutes by the quiz"
+    for part, alone in re.findall(r"quiz\s+part (\d) \((\d+) minutes alone", guide):
+        assert int(alone) == minutes[part], (part, alone)
+
+
+def test_each_session_adds_up_to_its_stated_length():
+    """A session's blocks run without gaps from 0:00 to the length in its heading."""
+    guide = (ROOT / "book/instructor_guide.md").read_text(encoding="utf-8")
+    sessions = re.findall(r"\*\*(Session \d[^*]*)\*\* \((\d) h(?: (\d+) min)?\)\n\n(.*?)\n\n", guide, re.S)
+    assert len(sessions) == 3, [s[0] for s in sessions]
+    for title, h, m, table in sessions:
+        spans = re.findall(r"^\| (\d+:\d\d)[–-](\d+:\d\d) \|", table, re.M)
+        assert spans and spans[0][0] == "0:00", title
+        for (_, end), (start, _) in zip(spans, spans[1:]):
+            assert end == start, f"{title}: a gap or overlap at {end}/{start}"
+        assert _minutes(f"0:00–{spans[-1][1]}") == int(h) * 60 + int(m or 0), title
