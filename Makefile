@@ -156,7 +156,7 @@ learner-env:
 
 bundle: book
 	$(BIN)/python -m pip install --quiet -r classroom/requirements-trainer.txt
-	$(BIN)/python classroom/room.py bundle --platform $(PLATFORM) --python $(PY_VERSION) --archive
+	$(BIN)/python classroom/room.py bundle --platform $(PLATFORM) --python $(PY_VERSION) --lang $(BOOK_LANG) --archive
 
 hub: book
 	$(BIN)/python classroom/room.py hub --prefix $(HUB_PREFIX) --python $(HUB_PYTHON)

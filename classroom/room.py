@@ -47,6 +47,7 @@ AUTHOR_REQS = ROOT / "requirements.txt"
 # every install from this repository takes them (tools/upstream.py, tests/test_upstream.py).
 CONSTRAINTS = ROOT / "constraints.txt"
 LANGS = ("en", "ja")
+LANG_NAMES = {"en": "English (en)", "ja": "Japanese (ja)"}
 # pip's --platform tags per bundle platform. manylinux_2_28 covers Debian 11+, Ubuntu 20.04+ and
 # RHEL 8+ (glibc 2.28), the oldest a torch 2.13 Linux wheel supports.
 PLATFORM_TAGS = {
@@ -262,6 +263,41 @@ def missing_for_target(wheels: Path, target: str, pyver: str):
     return sorted(missing)
 
 
+WINDOWS_MAX_PATH = 259   # characters in a path (MAX_PATH 260 less the NUL), unless LongPathsEnabled
+
+
+def installed_paths(wheel: Path, python: str):
+    """The paths, relative to a Windows venv, of the files installing ``wheel`` writes: the wheel's own
+    files under ``Lib\\site-packages`` (its ``.data`` folders where they go), and the ``__pycache__``
+    file pip compiles next to each module."""
+    tag = "cpython-" + python.replace(".", "")
+    with zipfile.ZipFile(wheel) as z:
+        names = [n for n in z.namelist() if not n.endswith("/")]
+    for name in names:
+        parts = name.split("/")
+        if parts[0].endswith(".data") and len(parts) > 2:
+            kind, rest = parts[1], parts[2:]
+            base = {"purelib": ["Lib", "site-packages"], "platlib": ["Lib", "site-packages"],
+                    "scripts": ["Scripts"], "data": [], "headers": ["Include"]}.get(kind, [])
+            parts = base + rest
+        else:
+            parts = ["Lib", "site-packages"] + parts
+        yield "\\".join(parts)
+        if parts[-1].endswith(".py") and "site-packages" in parts:
+            yield "\\".join(parts[:-1] + ["__pycache__", parts[-1][:-3] + f".{tag}.pyc"])
+
+
+def longest_installed_path(wheels: Path, python: str) -> tuple[int, str]:
+    """(length, path) of the longest ``venv\\...`` path that installing these wheels writes on Windows."""
+    best = (0, "")
+    for w in sorted(Path(wheels).glob("*.whl")):
+        for rel in installed_paths(w, python):
+            path = "venv\\" + rel
+            if len(path) > best[0]:
+                best = (len(path), path)
+    return best
+
+
 def cmd_bundle(a):
     html = ROOT / "_build" / "html"
     nbs = {lang: ROOT / "_build" / "notebooks" / lang / "learner" for lang in LANGS}
@@ -324,8 +360,15 @@ def cmd_bundle(a):
     for lang, p in nbs.items():
         shutil.copytree(p, out / "notebooks" / lang, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     shutil.copy2(LEARNER_REQS, out / "requirements-learner.txt")
+    longest, longest_file = longest_installed_path(wheels, a.python)
+    say(f"the longest path the install writes: {longest} characters ({longest_file}); on Windows the folder's "
+        f"own path may have at most {WINDOWS_MAX_PATH - 1 - longest}")
+    subst = {"@PYTHON@": a.python, "@LANG@": a.lang, "@LANG_NAME@": LANG_NAMES[a.lang],
+             "@LONGEST@": str(longest), "@LONGEST_FILE@": longest_file[len("venv\\"):]}
     for f in ("install.sh", "install.ps1", "install.cmd", "README.txt"):
-        text = (HERE / "bundle" / f).read_text(encoding="utf-8").replace("@PYTHON@", a.python)
+        text = (HERE / "bundle" / f).read_text(encoding="utf-8")
+        for k, v in subst.items():
+            text = text.replace(k, v)
         newline = "\r\n" if f.endswith((".ps1", ".cmd")) or (f == "README.txt" and a.platform == "windows") \
             else "\n"
         with open(out / f, "w", encoding="utf-8", newline=newline) as fh:
@@ -423,6 +466,8 @@ def main(argv=None):
     s.add_argument("--python", choices=["3.11", "3.12", "3.13"], required=True)
     s.add_argument("--out", help="folder to put the bundle in (default _build/classroom)")
     s.add_argument("--archive", action="store_true", help="also a .zip (windows) or .tar.gz (linux)")
+    s.add_argument("--lang", choices=LANGS, default=os.environ.get("BOOK_LANG", "en"),
+                   help="the room's language: the notebooks install.cmd / install.sh install without arguments")
     s.set_defaults(func=cmd_bundle)
     s = sub.add_parser("hub", help="install a JupyterHub for a cohort (Linux server)")
     s.add_argument("--prefix", required=True)

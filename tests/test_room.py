@@ -115,3 +115,35 @@ def test_the_bundle_scripts_install_with_no_index():
         assert "PIP_CONFIG_FILE" in text, f
     ps1 = (ROOT / "classroom" / "bundle" / "install.ps1").read_text()
     assert 'ValidateSet("en", "ja")' in ps1 and "venv\\Scripts\\jupyter-lab.exe" in ps1
+
+
+def test_installed_paths_follow_a_windows_venv(tmp_path):
+    """The paths installing a wheel writes, as pip lays them out in a Windows venv: package files under
+    Lib\\site-packages with the __pycache__ file of each module, .data/scripts under Scripts, .data/data
+    at the venv's root."""
+    w = tmp_path / "demo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(w, "w") as z:
+        z.writestr("demo/__init__.py", "")
+        z.writestr("demo/deep/very_long_module_name.py", "")
+        z.writestr("demo-1.0.data/scripts/demo-tool", "")
+        z.writestr("demo-1.0.data/data/share/jupyter/kernels/demo/kernel.json", "{}")
+        z.writestr("demo-1.0.dist-info/METADATA", "")
+    got = set(room.installed_paths(w, "3.12"))
+    assert got == {"Lib\\site-packages\\demo\\__init__.py",
+                   "Lib\\site-packages\\demo\\__pycache__\\__init__.cpython-312.pyc",
+                   "Lib\\site-packages\\demo\\deep\\very_long_module_name.py",
+                   "Lib\\site-packages\\demo\\deep\\__pycache__\\very_long_module_name.cpython-312.pyc",
+                   "Scripts\\demo-tool", "share\\jupyter\\kernels\\demo\\kernel.json",
+                   "Lib\\site-packages\\demo-1.0.dist-info\\METADATA"}
+    n, path = room.longest_installed_path(tmp_path, "3.12")
+    assert path == "venv\\Lib\\site-packages\\demo\\deep\\__pycache__\\very_long_module_name.cpython-312.pyc"
+    assert n == len(path)
+
+
+def test_the_windows_scripts_keep_errors_readable_and_check_the_path():
+    cmd = (ROOT / "classroom" / "bundle" / "install.cmd").read_text()
+    ps1 = (ROOT / "classroom" / "bundle" / "install.ps1").read_text()
+    assert cmd.isascii() and ps1.isascii()   # PowerShell 5.1 and cmd read them in the system's code page
+    assert "if errorlevel 1" in cmd and "pause" in cmd
+    assert '[string]$Lang = "@LANG@"' in ps1 and "$Longest = @LONGEST@" in ps1
+    assert ps1.index("$Total -gt 259") < ps1.index("-m venv venv")   # refused before anything is written

@@ -1,14 +1,14 @@
 #!/bin/sh
 # Install the course's learner environment from this folder, with no network, then open JupyterLab on
 # the learner notebooks (Linux; bundle built for Python @PYTHON@ by `python classroom/room.py bundle`).
-#   sh install.sh              English notebooks
-#   sh install.sh ja           Japanese notebooks (日本語)
+#   sh install.sh              this room's language (@LANG@, chosen when the bundle was built)
+#   sh install.sh ja           Japanese notebooks (日本語); sh install.sh en: English
 #   sh install.sh ja --no-lab  install and copy the notebooks only
 # The first run installs (about a minute) into ./venv; later runs open JupyterLab at once. Each language's
 # notebooks are copied once into ./work/<lang>/: a learner's edits there are never overwritten.
 set -eu
 cd "$(dirname "$0")"
-L="${1:-en}"
+L="${1:-@LANG@}"
 case "$L" in en|ja) ;; *) echo "language: en or ja, not '$L'" >&2; exit 2 ;; esac
 NO_LAB=0
 [ "${2:-}" = "--no-lab" ] && NO_LAB=1

@@ -138,3 +138,43 @@ def test_windows_bundle_is_complete_for_windows(windows_bundle, tmp_path):
     # ASCII only: Windows PowerShell 5.1 reads a script without a BOM in the system's code page (cp932)
     assert ps1.isascii() and (windows_bundle / "install.cmd").read_bytes().isascii()
     assert (windows_bundle / "install.cmd").read_bytes().count(b"\r\n") >= 2
+    # the room's language is the scripts' default (the fixture's bundle: en); an error keeps the window open
+    assert b'[string]$Lang = "en"' in ps1
+    cmd = (windows_bundle / "install.cmd").read_bytes()
+    assert b"if errorlevel 1" in cmd and b"pause" in cmd
+
+
+def test_windows_bundle_refuses_a_path_too_long_for_windows(windows_bundle):
+    """install.ps1 carries the longest path the install writes (measured over the bundle's own wheels,
+    torch's deepest file with its __pycache__ name) and refuses a folder that would push it past 259."""
+    import re
+    import zipfile
+
+    ps1 = (windows_bundle / "install.ps1").read_text(encoding="utf-8")
+    longest = int(re.search(r"^\$Longest = (\d+)\s*$", ps1, re.M).group(1))
+    deepest = re.search(r'^\$LongestFile = "([^"]+)"', ps1, re.M).group(1)
+    # the independent side: every file name in every wheel, as a Windows venv lays it out
+    names = []
+    for w in (windows_bundle / "wheels").glob("*.whl"):
+        with zipfile.ZipFile(w) as z:
+            for n in z.namelist():
+                if n.endswith("/"):
+                    continue
+                parts = n.split("/")
+                if parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
+                    parts = parts[2:]
+                elif parts[0].endswith(".data"):
+                    continue
+                names.append("venv\\Lib\\site-packages\\" + "\\".join(parts))
+                if n.endswith(".py"):
+                    names.append("venv\\Lib\\site-packages\\" + "\\".join(parts[:-1] + ["__pycache__",
+                                 parts[-1][:-3] + ".cpython-312.pyc"]))
+    assert longest == max(map(len, names)) and deepest.startswith("Lib\\site-packages\\torch"), (longest, deepest)
+    assert longest > 150
+    record("bundle windows py3.12: longest installed path below the folder", longest)
+    record("bundle windows py3.12: longest folder path allowed", 259 - 1 - longest)
+    # the check itself, as PowerShell computes it: the folder's length + 1 + $Longest against 259
+    assert "$Total = $PSScriptRoot.TrimEnd(\"\\\").Length + 1 + $Longest" in ps1
+    assert "if ($Total -gt 259 -and -not (Test-LongPathsEnabled))" in ps1
+    explorer = "C:\\Users\\tanaka.taro\\Downloads\\sdpa-course-windows-py3.12\\sdpa-course-windows-py3.12"
+    assert len(explorer) + 1 + longest > 259 >= len("C:\\course\\sdpa-course-windows-py3.12") + 1 + longest
