@@ -18,7 +18,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 NBVAL := -m pytest -q --nbval-lax --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider
 
-.PHONY: help install book html-en html-ja test test-lib test-notebooks test-i18n test-learner \
+.PHONY: help install book html-en html-ja test test-fast lint test-lib test-notebooks test-i18n test-learner \
         test-learner-en test-learner-ja test-built test-build test-browser test-textlint test-robust translations lab lab-source trainer \
         bench lock clean learner-env bundle hub test-classroom
 
@@ -29,6 +29,7 @@ help:
 	@echo "make test          every test: lib, nbval on every chapter, strict builds of both editions,"
 	@echo "                   the translation checker, the learner notebooks (structure and nbval),"
 	@echo "                   every page in headless Chromium with no network"
+	@echo "make test-fast     the fast tier, no build (about 2 min): ruff, the dependency files, lib's tests"
 	@echo "make test-robust   every chapter's claims under each torch CPU kernel path and a second seed set"
 	@echo "make trainer       the quiz handout and its answer key, both languages (_build/trainer/{en,ja}/)"
 	@echo "make translations  refresh the Japanese catalogs (locales/) after an English edit"
@@ -69,11 +70,22 @@ book: install
 	@echo "Learner notebooks: _build/notebooks/en/learner, _build/notebooks/ja/learner (make lab)"
 
 test: install
-	$(MAKE) -k -j$(JOBS) --output-sync=target html-en html-ja test-lib test-notebooks test-i18n test-textlint \
+	$(MAKE) -k -j$(JOBS) --output-sync=target html-en html-ja lint test-lib test-notebooks test-i18n test-textlint \
 	    test-learner-en test-learner-ja test-built test-browser
 
 test-lib: install
 	$(BIN)/python -m pytest -q -p no:nbval tests --ignore=tests/browser --ignore=tests/built --ignore=tests/classroom
+
+# ruff with the rules the code's noqa comments assume (pyproject.toml [tool.ruff])
+lint: install
+	$(BIN)/ruff check lib tools tests classroom benchmarks
+
+# the fast tier, no build: the linter, the dependency files against pyproject.toml, lib's tests with the
+# source rules and the pin check (tests/test_upstream.py); about two minutes here
+test-fast: install
+	$(BIN)/ruff check lib tools tests classroom benchmarks
+	$(BIN)/python tools/deps.py check
+	$(MAKE) --no-print-directory test-lib
 
 # nbval on every chapter: the MyST sources (book/<topic>.md) as the notebooks myst-nb executes, written
 # to _build/nbval/<topic>.ipynb with each code cell's first line naming its source line (tools/chapters.py);

@@ -75,7 +75,7 @@ def describe_machine(torch) -> str:
         try:
             blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
             lines.append(f"  numpy BLAS: {blas.get('name')} {blas.get('version')} (threadpoolctl not installed)")
-        except Exception:  # pragma: no cover - very old numpy
+        except Exception:  # noqa: BLE001 - very old numpy: any failure just means no BLAS line
             lines.append("  numpy BLAS: see numpy.show_config()")
     env = {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS", "OMP_", "MKL_"))}
     lines.append(f"  environment: {env or 'no OPENBLAS_*/OMP_*/MKL_* variables'}"

@@ -36,6 +36,8 @@ that ``import lib`` works where torch is not installed (tests/test_no_torch.py).
 """
 from __future__ import annotations
 
+import importlib
+
 from . import attention, blockwise, exercises, i18n, metrics, modern, saturation, selfcheck, simulate
 from . import checks, claims, display, fast, port_check, progress, scale_probe, timing
 from .attention import *  # noqa: F401,F403
@@ -79,13 +81,13 @@ __all__ = [
     *selfcheck.__all__,
     *simulate.__all__,
     *_LAZY,
+    # the modules a chapter uses by name (lib.claims.check, lib.i18n.wrap, ...)
+    "checks", "claims", "display", "i18n", "timing",
 ]
 
 
 def __getattr__(name):
     if name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         value = getattr(importlib.import_module(f".{module}", __name__), attr)
         globals()[name] = value

@@ -14,7 +14,8 @@ import numpy as np
 
 from .checks import positive_int
 from .i18n import tr
-from .selfcheck import Verdict, check_array, check_number, read_answer, read_scalar
+from .selfcheck import Verdict, _as_array, check_number, read_answer, read_scalar
+from .simulate import variance_standard_error
 
 __all__: list[str] = []
 
@@ -25,7 +26,6 @@ def _input_array(x, what, ndim):
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"self-check set-up: {what} must be an array of numbers; got {type(x).__name__}")
     try:
-        from .selfcheck import _as_array
 
         a = _as_array(x)
     except (TypeError, ValueError) as exc:
@@ -187,7 +187,6 @@ def check_scaled_variance(scores, d_k, n, seed) -> Verdict:
     ``wrong_value``. Never raises on the answer; raises ``ValueError`` for a ``d_k``, ``n`` or
     ``seed`` that is not an int (``d_k`` >= 1, ``n`` >= 2, ``seed`` >= 0).
     """
-    from .simulate import variance_standard_error
 
     d_k, n, seed = (positive_int(f"self-check set-up: {what}", x, minimum=low)
                     for what, x, low in (("d_k", d_k, 1), ("n", n, 2), ("seed", seed, 0)))
@@ -808,7 +807,6 @@ def check_mha_params(answer, d_model, num_heads, *, bias: bool = True, name: str
     if not bias:
         mistakes.append(("extra_biases", 4 * d * d + 4 * d,
                          tr("this layer has no biases (bias=False): count the four matrices only.")))
-    from .selfcheck import _as_array  # reads numbers, lists and torch tensors alike
 
     v = check_number(answer, expected, name=name, rtol=0, atol=0.5)
     if v.ok:

@@ -222,7 +222,7 @@ def phrases(text: str) -> list[str]:
     """
     global _parser
     if _parser is None:
-        import budoux
+        import budoux  # noqa: PLC0415 - lazy: only Japanese text needs it
 
         _parser = budoux.load_default_japanese_parser()
     return _parser.parse(text) if text else []

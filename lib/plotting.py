@@ -11,10 +11,15 @@ font of ``matplotlib-fontja``, so translated labels (``lib.i18n.tr``) never show
 """
 from __future__ import annotations
 
+import io
 import logging
+import warnings
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+from matplotlib.text import Text
+
+from .i18n import language
 
 __all__ = ["setup", "glue", "smallest_text_px", "missing_glyphs", "SCALED", "UNSCALED", "OVER", "THEORY", "label_panel",
            "COLUMN_PX", "MIN_TEXT_PX", "DPI"]
@@ -38,11 +43,10 @@ DPI = 110
 
 def setup():
     """Apply the book's matplotlib style (sizes tuned for the HTML page and for print)."""
-    from .i18n import language
 
     family = "sans-serif"
     if language() == "ja":
-        import matplotlib_fontja  # noqa: F401 - registers the bundled IPAexGothic with matplotlib
+        import matplotlib_fontja  # noqa: F401,PLC0415 - lazy: registers the bundled IPAexGothic with matplotlib
 
         # Per-glyph fallback (matplotlib >= 3.6): Japanese from IPAexGothic, symbols it lacks
         # (e.g. the superscript T of "QKᵀ") from DejaVu Sans, which matplotlib ships.
@@ -77,7 +81,6 @@ def smallest_text_px(fig, *, drawn=False):
     A text of ``s`` points is then ``s / 72 * dpi * scale`` pixels high. ``drawn=True``: the figure
     was drawn since its last change (e.g. by :func:`missing_glyphs`), so it is not drawn again.
     """
-    from matplotlib.text import Text
 
     if not drawn:
         fig.canvas.draw()                  # tick labels get their text at draw time
@@ -95,7 +98,6 @@ def smallest_text_px(fig, *, drawn=False):
 def missing_glyphs(fig) -> list[str]:
     """matplotlib's "Glyph ... missing from font(s)" warnings when ``fig`` is drawn: text that would show
     as empty boxes (e.g. Japanese labels without a Japanese font)."""
-    import warnings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -114,11 +116,9 @@ def glue(name, fig, *, min_px=MIN_TEXT_PX):
     ``fig.dpi``, ``bbox_inches="tight"``); the glyph and size checks read that rendering, and the PNG
     is what is glued (each draw of a figure with constrained layout costs a fraction of a second).
     """
-    import io
-    import warnings
 
     try:
-        from myst_nb import glue as _glue
+        from myst_nb import glue as _glue  # noqa: PLC0415 - optional: the book's build only
     except ImportError:  # a learner's environment, without the book's build stack: the figure is in the text
         _glue = None
 
@@ -137,7 +137,7 @@ def glue(name, fig, *, min_px=MIN_TEXT_PX):
                          f"book's {COLUMN_PX}-px column (at least {min_px:g} px needed); draw the figure "
                          "narrower or its text larger")
     if _glue is not None:
-        from IPython.display import Image
+        from IPython.display import Image  # noqa: PLC0415 - only inside a notebook
 
         _glue(name, Image(data=png.getvalue(), format="png"), display=False)
     plt.close(fig)

@@ -22,6 +22,7 @@ or from the command line with ``python tools/cohort.py``.
 """
 from __future__ import annotations
 
+import functools
 import getpass
 import statistics
 import json
@@ -120,7 +121,6 @@ def on_shown(verdict) -> None:
 
 def recorded(fn):
     """Wrap a public self-check so that its verdict knows its source (for :func:`on_shown`)."""
-    import functools
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -226,11 +226,11 @@ def report_markdown(summary: dict) -> str:
 
 def report_figure(summary: dict, path) -> Path:
     """A learner × exercise grid: passed (with its attempts), stuck, trying, or not tried."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - lazy: `import lib` must not import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    from matplotlib.colors import ListedColormap  # noqa: PLC0415
 
     learners, exercises = summary["learners"], summary["exercises"]
     state = [[0] * len(exercises) for _ in learners]   # 0 not tried, 1 trying, 2 stuck, 3 passed
@@ -239,7 +239,7 @@ def report_figure(summary: dict, path) -> Path:
             c = summary["cells"].get((who, ex))
             if c:
                 state[i][j] = 3 if c["passed"] else (2 if c["stuck"] else 1)
-    from matplotlib.patches import Patch
+    from matplotlib.patches import Patch  # noqa: PLC0415
 
     fig, ax = plt.subplots(figsize=(max(6.0, 2.5 + 0.6 * len(exercises)),
                                     max(3.0, 2.2 + 0.35 * len(learners))))

@@ -30,8 +30,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-
 from .i18n import tr
 from .port_check import LAYOUTS, accepts_layout, measure_scale
 from .port_check import _check_backend

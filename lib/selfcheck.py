@@ -38,6 +38,7 @@ import numpy as np
 from . import progress as _progress
 from ._backend import is_torch
 from .display import MARK_NOT, MARK_OK, Shown, md_escape as _md_escape  # noqa: F401
+from .attention import softmax
 from .i18n import tr
 
 __all__ = ["Verdict", "check_array", "check_number", "check_dot", "check_scaled_scores", "check_softmax",
@@ -466,7 +467,6 @@ def check_scaled_scores(answer, q, k, *, name: str | None = None, hint: str = ""
 
 def _softmax_mistakes(s, axis):
     """Wrong answers for softmax(s, axis) that a learner typically gives."""
-    from .attention import softmax  # local import: attention imports nothing from here
 
     m = []
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -514,7 +514,6 @@ def check_softmax(answer, scores, *, axis: int = -1, name: str | None = None, hi
     ``no_exp``, ``no_softmax``, ``nearly_right``, ``transposed``, ``wrong_shape``; any other wrong
     answer whose weights do not sum to 1 is told so.  Never raises on the answer.
     """
-    from .attention import softmax
 
     s = _reference(scores, "scores")
     if s.ndim not in (1, 2) or s.shape[axis] == 0:
@@ -537,7 +536,6 @@ def check_attention_weights(answer, q, k, *, name: str | None = None, hint: str 
     ``normalised_whole_matrix``, ``not_normalised``, ``no_softmax`` (the scores themselves),
     ``overflow``, ``nearly_right``, ``transposed``, ``wrong_shape``.
     """
-    from .attention import softmax
 
     qa, ka, raw, d_k = _scores_setup(q, k)
     if ka.ndim != 2:

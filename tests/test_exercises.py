@@ -667,7 +667,6 @@ def test_check_attention_function_junk_gets_a_sentence(junk):
 
 
 def test_check_attention_function_with_a_custom_rule_and_torch():
-    import torch
     import torch.nn.functional as F
 
     mup = lambda d: 1 / d  # noqa: E731

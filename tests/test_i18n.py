@@ -83,8 +83,9 @@ def test_an_installed_lib_reads_the_catalogs_inside_the_package(tmp_path):
              "print(i._locales_dir().name, lib.tr('attention weights'))")
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("BOOK_LOCALES", "BOOK_LANG")}
     env["PYTHONPATH"] = str(site)
-    run = lambda: subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
-                                 cwd=tmp_path, check=True).stdout.strip().split(maxsplit=1)
+    def run():
+        return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, check=True).stdout.strip().split(maxsplit=1)
     assert run() == ["locales", "attention weights"]                   # no catalogs at all: English
     (site / "locales").mkdir()                   # another package's top-level folder of that name is not read
     shutil.copytree(root / "locales" / "ja" / "LC_MESSAGES", site / "lib" / "locale-catalogs" / "ja" / "LC_MESSAGES")

@@ -44,10 +44,10 @@ def test_number():
 # The `practice` chapter's specific checks: every right answer passes, every recognised
 # mistake is named, and no learner input raises.
 # ---------------------------------------------------------------------------
-import math
-import re
+import math  # noqa: E402 - this part's imports, with this part
+import re  # noqa: E402
 
-import pytest
+import pytest  # noqa: E402
 
 Q2, K2 = np.array([1.0, 2.0]), np.array([3.0, 1.0])            # q·k = 5, scaled 5/√2
 Q3 = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0]])              # (L=2, d_k=3)

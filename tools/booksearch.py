@@ -118,7 +118,7 @@ def search_language():
         def init(self, options):
             self.js_splitter_code = js_splitter_code()
 
-        def split(self, input: str) -> list[str]:
+        def split(self, input: str) -> list[str]:  # noqa: A002 - Sphinx's SearchLanguage.split signature
             return split(input)
 
     return BookJapanese

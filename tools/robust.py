@@ -214,7 +214,7 @@ def report(results: list[dict], configs: list[dict], order: list[str], paths: di
             margins.append((min(ms), key, entry))
     lines = ["# Claims under every configuration", "",
              "Configuration = torch's CPU kernel path (ATEN_CPU_CAPABILITY; auto = torch's own choice) / "
-             f"seed offset. Torch reported: " + ", ".join(f"{k} → {v}" for k, v in paths.items()) + ".", "",
+             "seed offset. Torch reported: " + ", ".join(f"{k} → {v}" for k, v in paths.items()) + ".", "",
              "| page | # | claim | threshold | " + " | ".join(names) + " | smallest margin |",
              "| --- | --- | --- | --- | " + " | ".join("---" for _ in names) + " | --- |"]
     for key, entry in sorted(table.items()):

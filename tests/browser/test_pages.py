@@ -443,7 +443,7 @@ def _search_problems(page, server, prefix, queries) -> list[str]:
             page.wait_for_function(
                 "document.querySelectorAll('#search-results ul.search li').length > 0", timeout=30_000
             )
-        except Exception:  # playwright's TimeoutError; report it as a problem with the page
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError; report it as a problem with the page
             out.append(f"search for {q!r} returned no results")
     return out
 

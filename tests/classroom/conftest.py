@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
-import chapters  # noqa: E402  (the learner notebooks' names: chapters.notebook_name)
+import chapters  # noqa: E402,F401  (for the tests: the learner notebooks' names, chapters.notebook_name)
 
 BUILD = ROOT / "_build"
 NOTEBOOKS = BUILD / "notebooks"

@@ -6,11 +6,11 @@ import subprocess
 import sys
 import time
 import zipfile
-from pathlib import Path
 
 import pytest
 
-from conftest import NOTEBOOKS, ROOT, chapters, du, offline_env, python_for, record, run_every_learner_notebook, timed
+from conftest import (NOTEBOOKS, ROOT, chapters, du, offline_env, python_for, record, run_every_learner_notebook,
+                      timed)
 
 NB_SOFTMAX_SATURATION = chapters.notebook_name("softmax_saturation")   # the learner notebook's file name
 
@@ -148,7 +148,6 @@ def test_windows_bundle_refuses_a_path_too_long_for_windows(windows_bundle):
     """install.ps1 carries the longest path the install writes (measured over the bundle's own wheels,
     torch's deepest file with its __pycache__ name) and refuses a folder that would push it past 259."""
     import re
-    import zipfile
 
     ps1 = (windows_bundle / "install.ps1").read_text(encoding="utf-8")
     longest = int(re.search(r"^\$Longest = (\d+)\s*$", ps1, re.M).group(1))

@@ -4,12 +4,11 @@ notebook, the primer's included, comes without `myst_nb` in both languages."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 
-from conftest import NOTEBOOKS, ROOT, chapters, du, record, run_every_learner_notebook, timed
+from conftest import NOTEBOOKS, ROOT, du, record, run_every_learner_notebook, timed
 
 
 LANGS = ("en", "ja")
