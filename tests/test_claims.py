@@ -109,14 +109,21 @@ def test_seed_offset_reaches_the_training_runs(monkeypatch):
     assert not torch.equal(base.query[0], moved.query[0]) and torch.equal(base.query[0], again.query[0])
 
 
-def test_claim_glues_through_myst_nb_and_checks(monkeypatch, tmp_path):
-    """claim() hands the number to myst-nb's own glue (display off) and checks it like check()."""
+@pytest.fixture
+def glued(monkeypatch, tmp_path):
+    """myst-nb's glue replaced by a recorder, and claims recorded to a log: (glued calls, log path)."""
     myst_nb = pytest.importorskip("myst_nb")
     got = []
     monkeypatch.setattr(myst_nb, "glue", lambda name, obj, display=True: got.append((name, obj, display)))
     log = tmp_path / "claims.jsonl"
     monkeypatch.setenv("BOOK_CLAIMS", "record")
     monkeypatch.setenv("BOOK_CLAIMS_LOG", str(log))
+    return got, log
+
+
+def test_claim_glues_through_myst_nb_and_checks(glued, monkeypatch):
+    """claim() hands the number to myst-nb's own glue (display off) and checks it like check()."""
+    got, log = glued
     assert claims.claim("ratio", 4.5, ">", 3.0, "about 4 to 5 times") is True
     assert got == [("ratio", 4.5, False)]
     (row,) = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
@@ -146,13 +153,8 @@ def test_claim_without_myst_nb_only_checks(monkeypatch):
     assert claims.claim("k", 3.0, "<", 2.0, "below 2") is False
 
 
-def test_varies_records_its_bound_and_glues_the_percentage(monkeypatch, tmp_path):
-    myst_nb = pytest.importorskip("myst_nb")
-    got = []
-    monkeypatch.setattr(myst_nb, "glue", lambda name, obj, display=True: got.append((name, obj, display)))
-    log = tmp_path / "claims.jsonl"
-    monkeypatch.setenv("BOOK_CLAIMS", "record")
-    monkeypatch.setenv("BOOK_CLAIMS_LOG", str(log))
+def test_varies_records_its_bound_and_glues_the_percentage(glued):
+    got, log = glued
     assert claims.varies("spread", r"ratio_\d+", 0.3, "the ratios moved by up to 30 %") == pytest.approx(30)
     assert got == [("spread", pytest.approx(30), False)]
     (row,) = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
