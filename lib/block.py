@@ -40,8 +40,8 @@ import torch
 from . import claims
 from .checks import positive_int
 from .metrics import attention_entropy
-from .training import (_FUSED, Arm, BatchStream, TrainResult, _check_seeds, _one_thread,
-                       _stack_arms, batch_stream)
+from .training import (FUSED, Arm, BatchStream, TrainResult, check_seeds, one_thread,
+                       stack_arms, batch_stream)
 
 __all__ = ["BlockConfig", "init_params", "tokens", "logits", "train_blocks"]
 
@@ -93,7 +93,7 @@ def init_params(cfg: BlockConfig, seed: int) -> dict:
     """
     if not isinstance(cfg, BlockConfig):
         raise TypeError(f"cfg must be a BlockConfig; got {type(cfg).__name__}")
-    seed = _check_seeds([seed])[0]
+    seed = check_seeds([seed])[0]
     g = torch.Generator().manual_seed(claims.seed(seed))
     d, ff = cfg.d_model, cfg.d_ff
     normal = lambda *shape, fan_in: torch.randn(*shape, generator=g) / math.sqrt(fan_in)  # noqa: E731
@@ -190,7 +190,7 @@ def train_blocks(seeds, arms, *, cfg: BlockConfig = BlockConfig(), steps: int = 
     if not isinstance(cfg, BlockConfig):
         raise TypeError(f"cfg must be a BlockConfig; got {type(cfg).__name__}")
     steps, batch_size = positive_int("steps", steps), positive_int("batch_size", batch_size)
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     if isinstance(arms, (Arm, int, float, str, bytes)):
         raise TypeError(f"arms must be a sequence of Arm (or learning rates); got {arms!r}")
     arms = [a if isinstance(a, Arm) else Arm(a) for a in arms]
@@ -213,7 +213,7 @@ def train_blocks(seeds, arms, *, cfg: BlockConfig = BlockConfig(), steps: int = 
             raise ValueError(f"data was drawn for seeds, batch_size, n_keys, d_in, n_classes, noise = {have} and "
                              f"{data.steps} steps; this run needs {want} and {steps} steps")
     device = torch.device("cpu") if device is None else torch.device(device)
-    with _one_thread(device):
+    with one_thread(device):
         return _train_blocks(cfg, seeds, arms, steps, optimizer, device, data)
 
 
@@ -221,9 +221,9 @@ def _train_blocks(cfg, seeds, arms, steps, optimizer, device, data):
     n_s = len(seeds)
     inits = [init_params(cfg, s) for s in seeds]
     base = {name: torch.stack([p[name] for p in inits]).to(device) for name in _names(cfg)}
-    P, groups, order = _stack_arms(base, arms, qk_names=())
-    opt = (torch.optim.SGD(groups, lr=1.0, **_FUSED) if optimizer == "sgd"
-           else torch.optim.Adam(groups, lr=1.0, **_FUSED))
+    P, groups, order = stack_arms(base, arms, qk_names=())
+    opt = (torch.optim.SGD(groups, lr=1.0, **FUSED) if optimizer == "sgd"
+           else torch.optim.Adam(groups, lr=1.0, **FUSED))
     n = len(arms) * n_s                                        # model i: arm order[i // n_s], seed i % n_s
     scale = torch.tensor([arms[a].score_scale(cfg.d_k) for a in order for _ in seeds], device=device)
     seed_of = torch.arange(n) % n_s

@@ -14,7 +14,7 @@ import numpy as np
 
 from .checks import positive_int
 from .i18n import tr
-from .selfcheck import Verdict, _as_array, check_number, read_answer, read_scalar
+from .selfcheck import Verdict, as_array, check_number, read_answer, read_scalar
 from .simulate import variance_standard_error
 
 __all__: list[str] = []
@@ -27,7 +27,7 @@ def _input_array(x, what, ndim):
         raise TypeError(f"self-check set-up: {what} must be an array of numbers; got {type(x).__name__}")
     try:
 
-        a = _as_array(x)
+        a = as_array(x)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"self-check set-up: {what} is not an array of numbers ({exc})") from exc
     if a.ndim != ndim or a.size == 0:
@@ -812,7 +812,7 @@ def check_mha_params(answer, d_model, num_heads, *, bias: bool = True, name: str
     if v.ok:
         return v
     try:
-        a = _as_array(answer)
+        a = as_array(answer)
     except Exception:  # noqa: BLE001 - check_number has already explained an unreadable answer
         return v
     if a.shape != () or not np.isfinite(a):

@@ -236,7 +236,7 @@ def call(attn, arrays, backend, dtype="float64"):
     return np.asarray(out, dtype=float)
 
 
-def _check_backend(backend):
+def check_backend(backend):
     if backend not in ("numpy", "torch"):
         raise ValueError(f"backend must be 'numpy' or 'torch'; got {backend!r}")
 
@@ -541,7 +541,7 @@ def check_port(candidate: Callable, recipe: Recipe | dict | None = None, *, back
     if not callable(candidate):
         raise TypeError(f"check_port needs a function candidate(q, k, v); got {type(candidate).__name__}")
     recipe = _recipe(recipe)
-    _check_backend(backend)
+    check_backend(backend)
     if recipe.scale is not None and callable(recipe.scale):
         for d in (16, 64):
             val = float(recipe.scale(d))

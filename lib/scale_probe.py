@@ -32,7 +32,7 @@ from typing import Callable
 
 from .i18n import tr
 from .port_check import LAYOUTS, accepts_layout, measure_scale
-from .port_check import _check_backend
+from .port_check import check_backend
 from .display import Shown
 
 __all__ = ["ScaleReport", "infer_scale"]
@@ -115,7 +115,7 @@ def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = Non
     """
     if not callable(attn):
         raise TypeError(f"infer_scale needs a function attn(q, k, v); got {type(attn).__name__}")
-    _check_backend(backend)
+    check_backend(backend)
     if batch_dims is not None and (not isinstance(batch_dims, tuple)
                                    or not all(isinstance(b, int) and b >= 1 for b in batch_dims)):
         raise ValueError(f"batch_dims must be None or a tuple of positive ints such as (1, 1); got {batch_dims!r}")

@@ -68,7 +68,7 @@ class Verdict(Shown):
 # Reading answers and writing numbers
 # ---------------------------------------------------------------------------
 
-def _as_array(x):
+def as_array(x):
     if is_torch(x):
         x = x.detach().cpu()
         if x.is_floating_point():
@@ -220,7 +220,7 @@ def check_array(answer, expected, *, name: str | None = None, rtol: float = 1e-6
     a, unread = read_answer(answer, name)
     if unread is not None:
         return unread
-    e = _as_array(expected)
+    e = as_array(expected)
     if a.shape != e.shape:
         if a.size == e.size:
             return Verdict(False, tr("{name}: the numbers may be right but the shape is {shape}; expected "
@@ -261,7 +261,7 @@ def check_number(answer, expected, *, name: str | None = None, rtol: float = 1e-
     name = name or tr("your answer")
     if answer is not None and answer is not ...:
         try:
-            shape = _as_array(answer).shape
+            shape = as_array(answer).shape
         except Exception:  # noqa: BLE001 - check_array below explains unreadable answers
             shape = ()
         if shape != ():
@@ -292,7 +292,7 @@ def read_answer(answer, name, *, finite=False):
         return None, Verdict(False, tr("{name}: your answer is text; give numbers (without quotes).",
                                        name=name), "unreadable")
     try:
-        a = _as_array(answer)
+        a = as_array(answer)
     except Exception as exc:  # noqa: BLE001 - anything a learner types must give a sentence
         if "inhomogeneous" in str(exc):
             return None, Verdict(False, tr("{name}: the rows of your answer have different lengths; every "
@@ -324,7 +324,7 @@ def read_scalar(answer, name, *, integer=False):
 def _reference(x, what):
     """The chapter's own inputs (not the learner's): must be real numbers, else ValueError."""
     try:
-        a = _as_array(x)
+        a = as_array(x)
     except Exception as exc:  # noqa: BLE001
         raise ValueError(f"self-check set-up: {what} is not an array of numbers ({exc})") from exc
     if not np.all(np.isfinite(a)):
@@ -524,7 +524,7 @@ def check_softmax(answer, scores, *, axis: int = -1, name: str | None = None, hi
                   hint=hint or tr("e^(zⱼ) / Σₘ e^(zₘ); subtract the largest score first."),
                   overflow_risk=bool(np.max(np.abs(s)) > 80))
     if v.mistake == "wrong_value":
-        return Verdict(False, _join(v.message, _rows_hint(_as_array(answer), axis)), "wrong_value")
+        return Verdict(False, _join(v.message, _rows_hint(as_array(answer), axis)), "wrong_value")
     return v
 
 
@@ -560,7 +560,7 @@ def check_attention_weights(answer, q, k, *, name: str | None = None, hint: str 
                                   r=r),
                   overflow_risk=bool(np.max(np.abs(raw)) > 80))
     if v.mistake == "wrong_value":
-        return Verdict(False, _join(v.message, _rows_hint(_as_array(answer), -1)), "wrong_value")
+        return Verdict(False, _join(v.message, _rows_hint(as_array(answer), -1)), "wrong_value")
     return v
 
 

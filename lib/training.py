@@ -65,7 +65,7 @@ class RetrievalBatch:
 
 
 @contextmanager
-def _one_thread(device):
+def one_thread(device):
     """Run torch on one CPU thread inside the block (restored afterwards); nothing changes for a GPU.
 
     For tensors this small one thread is as fast as several (and much faster on a busy machine), and
@@ -344,7 +344,7 @@ def batch_stream(seeds, steps: int, *, batch_size: int = 64, n_keys: int = 16, d
     :func:`train_grid`; passing the stream as ``data=`` gives bit for bit the same runs (tested).
     Memory: about 4 · steps · n_seeds · batch_size · n_keys · d_in bytes (157 MB for 4 seeds, 300 steps).
     """
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     steps = positive_int("steps", steps)
     gens = [torch.Generator().manual_seed(claims.seed(s) + DATA_SEED_OFFSET) for s in seeds]
     parts = {"query": [], "keys": [], "labels": [], "target": []}
@@ -359,7 +359,7 @@ def batch_stream(seeds, steps: int, *, batch_size: int = 64, n_keys: int = 16, d
                        n_classes=int(n_classes), noise=float(noise), **{k: tuple(v) for k, v in parts.items()})
 
 
-def _check_seeds(seeds):
+def check_seeds(seeds):
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         seeds = [seeds]
     if isinstance(seeds, (str, bytes)):
@@ -390,7 +390,7 @@ def train_grid(d_k: int, seeds, arms, *, steps: int = 300, batch_size: int = 64,
     d_k = positive_int("d_k", d_k)
     steps = positive_int("steps", steps)
     batch_size = positive_int("batch_size", batch_size)
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     if data is not None:
         if not isinstance(data, BatchStream):
             raise TypeError(f"data must be a BatchStream (training.batch_stream); got {type(data).__name__}")
@@ -407,7 +407,7 @@ def train_grid(d_k: int, seeds, arms, *, steps: int = 300, batch_size: int = 64,
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam'; got {optimizer!r}")
     device = torch.device("cpu") if device is None else torch.device(device)
-    with _one_thread(device):
+    with one_thread(device):
         return _train_grid(d_k, steps, batch_size, arms, optimizer, seeds, n_keys, d_in, n_classes,
                            noise, d_v, device, data)
 
@@ -415,10 +415,10 @@ def train_grid(d_k: int, seeds, arms, *, steps: int = 300, batch_size: int = 64,
 _NAMES = ("W_Q", "W_K", "E", "W_O", "b_O")
 # PyTorch's multi-tensor ("foreach") implementation of the optimisers: the same numbers as its default
 # single-tensor loop on the CPU (tested against a plain torch.optim loop), about twice as fast for a grid
-_FUSED = {"foreach": True}
+FUSED = {"foreach": True}
 
 
-def _stack_arms(base: dict, arms, qk_names) -> tuple[list, list, list]:
+def stack_arms(base: dict, arms, qk_names) -> tuple[list, list, list]:
     """Stack every (arm, seed) model's parameters into one leaf tensor per "lr group" and name.
 
     ``base[name]`` is (n_seeds, ...), the seeds' initial values.  Arms that share their two learning
@@ -460,10 +460,10 @@ def _train_grid(d_k, steps, batch_size, arms, optimizer, seeds, n_keys, d_in, n_
     inits = [AttentionRetriever(d_in, d_k, n_classes, d_v=d_v,
                                 generator=torch.Generator().manual_seed(claims.seed(s))) for s in seeds]
     base = {name: torch.stack([getattr(m, name).detach() for m in inits]).to(device) for name in _NAMES}
-    P, groups, order = _stack_arms(base, arms, qk_names=("W_Q", "W_K"))
+    P, groups, order = stack_arms(base, arms, qk_names=("W_Q", "W_K"))
     n = len(arms) * n_s                                        # model i: arm order[i // n_s], seed i % n_s
-    opt = (torch.optim.SGD(groups, lr=1.0, **_FUSED) if optimizer == "sgd"
-           else torch.optim.Adam(groups, lr=1.0, **_FUSED))
+    opt = (torch.optim.SGD(groups, lr=1.0, **FUSED) if optimizer == "sgd"
+           else torch.optim.Adam(groups, lr=1.0, **FUSED))
     data = [torch.Generator().manual_seed(claims.seed(s) + DATA_SEED_OFFSET) for s in seeds]
     # each model's scale, folded into the d_in × d_in matrix c W_Q W_Kᵀ
     score_scale = torch.tensor([arms[a].score_scale(d_k) for a in order for _ in seeds],
@@ -537,7 +537,7 @@ def per_query_gradients(model: AttentionRetriever, batch: RetrievalBatch) -> dic
     that a batch gradient can be large while most queries pass almost none.  Runs on the batch's
     device, on one CPU thread there (as :func:`train`).
     """
-    with _one_thread(batch.query.device):
+    with one_thread(batch.query.device):
         return _per_query_gradients(model, batch)
 
 
@@ -773,7 +773,7 @@ def gradient_path(d_k: int, *, scaled: bool, n_queries: int = 200, n_keys: int =
     checks them against autograd.
     """
     d_k = positive_int("d_k", d_k)
-    with _one_thread("cpu"):
+    with one_thread("cpu"):
         return _gradient_path(d_k, scaled, n_queries, n_keys, d_in, n_classes, d_v, seed)
 
 
