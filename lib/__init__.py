@@ -24,7 +24,7 @@ module are named by their labels, e.g. ``variance`` for ``book/variance.md``):
 - ``selfcheck``  verdicts for exercise answers (every chapter); ``read_answer``, the one answer reader
 - ``display``    ``Shown``: how a verdict or a report shows (✓/✗, label, message; text, Markdown, HTML);
                  ``table``: a chapter's small table of numbers (aligned text, an HTML table in a notebook)
-- ``progress``   an opt-in local record of shown verdicts, and the trainer's cohort report
+- ``progress``   an opt-in local record of shown verdicts (the trainer's report of them: tools/cohort.py)
 - ``exercises``  one self-check per exercise whose answer must not appear in the notebook
 - ``i18n``       ``tr``: figure labels and verdicts in the book's language, from the page catalogs
 - ``plotting``   the book's figure style (import it explicitly: ``from lib import plotting``)

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import lib
-from lib import progress
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import cohort  # noqa: E402  (the trainer's report, outside the learners' package)
 
 ROOT = Path(__file__).resolve().parents[1]
 Q2, K2 = np.array([[1.0, 0.0]]), np.array([[1.0, 1.0], [0.0, 2.0]])
@@ -67,10 +69,10 @@ def test_cohort_report_of_two_learners(tmp_path, monkeypatch):
     # Aiko: one unscaled try, then right. Ben: three tries, all wrong (unscaled, divided by d_k, ...).
     _learner(home, "aiko", {"practice": [raw, right]}, monkeypatch)
     _learner(home, "ben", {"practice": [raw, raw / 2, raw * 3]}, monkeypatch)
-    s = progress.summarise(progress.gather([home]))
+    s = cohort.summarise(cohort.gather([home]))
     ex = "practice: check_scaled_scores"
     assert s["learners"] == ["aiko", "ben"] and s["exercises"] == [ex]
-    assert progress.by_learner_exercise(s) == {"aiko": {ex: (True, 2)}, "ben": {ex: (False, 3)}}
+    assert cohort.by_learner_exercise(s) == {"aiko": {ex: (True, 2)}, "ben": {ex: (False, 3)}}
     assert s["per_learner"]["aiko"]["passed"] == 1 and s["per_learner"]["aiko"]["stuck"] == []
     assert s["per_learner"]["ben"]["passed"] == 0 and s["per_learner"]["ben"]["stuck"] == [ex]
     pe = s["per_exercise"][ex]
@@ -94,7 +96,7 @@ def test_collected_folder_and_bad_lines(tmp_path):
     (d / "x.jsonl").write_text('{"learner": "c", "event": "start"}\nnot json\n'
                                '{"learner": "c", "check": "check_dot", "ok": true, "time": "t"}\n',
                                encoding="utf-8")
-    recs = progress.gather([d])
+    recs = cohort.gather([d])
     assert len(recs) == 1 and recs[0]["exercise"] == "check_dot"
 
 
@@ -135,9 +137,6 @@ def test_cohort_report_names_exercises_as_the_book_does(tmp_path, monkeypatch, l
 
 
 def test_a_check_outside_any_exercise_keeps_its_name():
-    sys.path.insert(0, str(ROOT / "tools"))
-    import cohort
-
     names = {("04_practice", "check_dot"): f"{EX} 4.1 (A)"}
     recs = [{"notebook": "04_practice", "check": "check_dot", "exercise": "x"},
             {"notebook": "04_practice", "check": "check_softmax", "exercise": "04_practice: check_softmax"},
