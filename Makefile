@@ -156,7 +156,7 @@ lab: install
 lab-source: install
 	$(LAB_ENV) $(BIN)/jupyter lab $(LAB_ROOT) $(LAB_ARGS) --notebook-dir=book
 
-# --- the training room (README: "Running a training room") ---------------------------------------------
+# --- the training room (classroom/README.md) ---------------------------------------------
 LEARNER_VENV ?= .venv-learner
 PLATFORM     ?= linux
 PY_VERSION   ?= 3.11

@@ -51,7 +51,7 @@ def du(path) -> int:
 
 
 def record(key, value):
-    """Keep a measured figure (README: "Running a training room") in _build/classroom/measured.json."""
+    """Keep a measured figure (classroom/README.md) in _build/classroom/measured.json."""
     MEASURED.parent.mkdir(parents=True, exist_ok=True)
     data = json.loads(MEASURED.read_text()) if MEASURED.is_file() else {}
     data[key] = value
