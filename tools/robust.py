@@ -242,7 +242,7 @@ def report(results: list[dict], configs: list[dict], order: list[str], paths: di
     (OUT / "spread.json").write_text(json.dumps({f"{t}::{k}": {"spread": s, "by": by}
                                                  for (t, k), (s, by) in moved.items()}, indent=1), encoding="utf-8")
 
-    print(f"\nrobustness check: {len(table)} claims on {len(order)} chapters, {len(names)} configurations "
+    print(f"\nrobustness check: {len(table)} claims on {len({r['topic'] for r in results})} chapters, {len(names)} configurations "
           f"(report: {(OUT / 'report.md').relative_to(ROOT)})")
     for c in configs:
         rs = [r for r in results if r["config"] == c["name"]]
