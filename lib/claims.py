@@ -10,7 +10,7 @@ Every sentence of a chapter that states a result is checked by a hidden cell. A 
 ``claim`` glues the number under ``key`` for the page's prose (``{glue:text}`key:.1f```, through myst-nb,
 when it is installed: lib does not depend on it) and checks it, so the number the reader sees and the
 claim about it are one statement; ``check`` is the same without the glue (a claim about a number the
-prose does not print). Both compare a value with a threshold (``>``, ``>=``, ``<``, ``<=``, ``==``, ``!=``) and knows its
+prose does not print). Both compare a value with a threshold (``>``, ``>=``, ``<``, ``<=``, ``==``, ``!=``) and know its
 margin (how far the value is from failing, relative to the threshold); ``holds`` takes a condition that
 has no single threshold. What happens on a failure depends on who runs the page:
 
@@ -37,6 +37,7 @@ import json
 import math
 import operator
 import os
+import re
 from numbers import Real
 
 __all__ = ["claim", "check", "holds", "varies", "ClaimFailed", "seed", "mode"]
@@ -130,12 +131,17 @@ def claim(key: str, value, op: str, threshold, text: str) -> bool:
     if not isinstance(key, str) or not key.strip():
         raise ValueError(f"claims.claim: key must be the glue key the page reads (a non-empty str), not {key!r}")
     ok = _check(value, op, threshold, text, {"key": key})   # first: a bad value or op raises before anything is glued
+    _glue(key, value)
+    return ok
+
+
+def _glue(key: str, value) -> None:
+    """Glue ``value`` for the page's prose through myst-nb, where it is installed (the book's build)."""
     try:
         from myst_nb import glue  # noqa: PLC0415 - optional: lib does not depend on the book stack
     except ImportError:
-        return ok
+        return
     glue(key, value, display=False)
-    return ok
 
 
 def varies(key: str, pattern: str, within: float, text: str) -> float:
@@ -143,8 +149,6 @@ def varies(key: str, pattern: str, within: float, text: str) -> float:
     matched whole) move by at most ``within`` (a fraction: 0.3 for 30 %) between configurations of the
     robustness check: (largest - smallest) / smallest of each number. Glues ``100 * within`` under
     ``key``; recorded for ``make test-robust``, which checks it. Returns ``100 * within``."""
-    import re  # noqa: PLC0415
-
     if not isinstance(key, str) or not key.strip():
         raise ValueError(f"claims.varies: key must be the glue key the page reads, not {key!r}")
     try:
@@ -158,11 +162,7 @@ def varies(key: str, pattern: str, within: float, text: str) -> float:
         raise ValueError("claims.varies: say the statement in words (text)")
     if mode() == "record":
         _record({"varies": pattern, "within": w, "claim": text, "key": key})
-    try:
-        from myst_nb import glue  # noqa: PLC0415 - optional: lib does not depend on the book stack
-    except ImportError:
-        return 100 * w
-    glue(key, 100 * w, display=False)
+    _glue(key, 100 * w)
     return 100 * w
 
 
