@@ -4,48 +4,44 @@ The `multi-head` chapter trains it with the scale 1/√d_k and without, at sever
 what the `training` and `tuning` chapters found in a one-layer toy survives in a standard architecture.  Needs torch
 (not imported by ``lib/__init__``); use ``from lib import block``.
 
-The model, for one sequence of the task (:func:`lib.training.make_retrieval_batch`):
+The model, :class:`RetrievalTransformer`, for one sequence of the task (:func:`lib.task.make_retrieval_batch`):
 
-- **tokens:** the query first, then the ``n_keys`` keys.  Token t is ``x_t W_in`` (``W_in``: d_in ×
-  d_model), plus ``E_lab[label]`` for a key and a learned vector ``e_query`` for the query; no positions
-  (the task is a set).
-- **n_layers pre-LN layers,** each ``h = h + Attn(LN₁(h))`` then ``h = h + MLP(LN₂(h))``, the layer of
-  ``torch.nn.TransformerEncoderLayer(d_model, n_heads, 4·d_model, dropout=0, activation="gelu",
-  norm_first=True, batch_first=True)``: multi-head attention with biases (``n_heads`` heads of
-  d_k = d_model / n_heads, each score times ``scale``: 1/√d_k for the scaled model, 1 for the unscaled one)
-  and a GELU MLP of width 4·d_model.
+- **tokens:** the query first, then the ``n_keys`` keys.  Token t is ``embed(x_t)`` (a linear map d_in →
+  d_model), plus ``label_embed(label)`` for a key and a learned vector ``query_embed`` for the query; no
+  positions (the task is a set).
+- **n_layers pre-LN layers** (:class:`Block`, written as nanoGPT writes its ``Block``):
+  ``x = x + attn(ln_1(x))`` then ``x = x + mlp(ln_2(x))``, with ``attn`` the book's
+  :class:`lib.MultiHeadAttention` (``n_heads`` heads of d_k = d_model / n_heads, each score times
+  ``scale``: 1/√d_k for the scaled model, 1 for the unscaled one) and a GELU MLP of width 4·d_model: the
+  layer of ``torch.nn.TransformerEncoderLayer(d_model, n_heads, 4·d_model, dropout=0, activation="gelu",
+  norm_first=True, batch_first=True)``, which ``tests/test_block.py`` checks it against.
 - **read-out:** a final LayerNorm of the query's token, then a linear layer to the class logits.
-
-Only the query's output is read, so the last layer computes its attention and MLP for the query's row
-only (its keys and values still come from every token): the same logits as the full layer, for less
-work.  ``tests/test_block.py`` checks the logits against PyTorch's own ``TransformerEncoderLayer``.
 
 Initialisation: every projection N(0, 1/fan_in) (so, for LayerNorm'd inputs, every component of q and k
 has variance about 1: the `variance` chapter's assumption, under which an unscaled score has variance d_k), biases 0,
-LayerNorm gains 1, ``E_lab`` and ``e_query`` N(0, 1).  PyTorch's own layer starts its projections with
+LayerNorm gains 1, the label and query embeddings N(0, 1).  PyTorch's own layer starts its projections with
 Xavier-uniform weights (variance 1/(2·d_model) for W_Q, W_K), half this.
 
-Published runs are on the CPU, one thread (as :mod:`lib.training`), so the book's numbers do not
-depend on whether the machine has a GPU; pass ``device="cuda"`` to try one.
+:func:`train_blocks` trains a grid of them with :func:`lib.trainer.fit`, as :func:`lib.training.train_grid`
+trains the toy.  Published runs are on the CPU, one thread, so the book's numbers do not depend on whether
+the machine has a GPU; pass ``device="cuda"`` to try one.
 """
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
-import numpy as np
 import torch
+from torch import nn
 
 from . import claims
 from .checks import positive_int
-from .metrics import attention_entropy
-from .training import (FUSED, Arm, BatchStream, TrainResult, check_seeds, one_thread,
-                       stack_arms, batch_stream)
+from .mha import MultiHeadAttention
+from .task import BatchStream, RetrievalBatch, check_seeds
+from .trainer import batches_for, check_arms, check_optimizer, fit
+from .training import Arm, TrainResult
 
-__all__ = ["BlockConfig", "init_params", "tokens", "logits", "train_blocks"]
-
-F = torch.nn.functional
+__all__ = ["BlockConfig", "Block", "RetrievalTransformer", "train_blocks"]
 
 
 @dataclass(frozen=True)
@@ -79,179 +75,115 @@ class BlockConfig:
         return 4 * self.d_model
 
 
-def _names(cfg: BlockConfig):
-    layer = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "W1", "b1", "W2", "b2", "g1", "c1", "g2", "c2")
-    return ("W_in", "E_lab", "e_query", *[f"{n}{l}" for l in range(cfg.n_layers) for n in layer],
-            "gf", "cf", "W_out", "b_out")
+class Block(nn.Module):
+    """One pre-LN Transformer layer: ``x + attn(ln_1(x))``, then ``x + mlp(ln_2(x))``.  x: (B, T, d_model)."""
+
+    def __init__(self, d_model: int, n_heads: int, *, scale=None):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d_model)
+        self.attn = MultiHeadAttention(d_model, n_heads, scale=scale)
+        self.ln_2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x, *, return_weights: bool = False):
+        a, w = self.attn(self.ln_1(x), return_weights=True)    # w: (B, n_heads, T, T)
+        x = x + a
+        x = x + self.mlp(self.ln_2(x))
+        return (x, w) if return_weights else x
 
 
-def init_params(cfg: BlockConfig, seed: int) -> dict:
-    """One model's initial parameters (see the module docstring), drawn from ``torch.Generator(seed)``.
+class RetrievalTransformer(nn.Module):
+    """The `multi-head` chapter's model (module docstring): embeddings, ``cfg.n_layers`` :class:`Block`, a read-out.
 
-    Weights are stored as they multiply from the right: ``Wq{l}`` is (d_model, d_model) and
-    ``q = LN₁(h) Wq + bq``; PyTorch's ``nn.Linear`` stores the transpose.
+    ``scale=None`` is 1/√d_k with the per-head d_k, ``scale=1.0`` the unscaled model.  ``generator`` draws the
+    initial weights (the module docstring's initialisation).
     """
-    if not isinstance(cfg, BlockConfig):
-        raise TypeError(f"cfg must be a BlockConfig; got {type(cfg).__name__}")
-    seed = check_seeds([seed])[0]
-    g = torch.Generator().manual_seed(claims.seed(seed))
-    d, ff = cfg.d_model, cfg.d_ff
-    normal = lambda *shape, fan_in: torch.randn(*shape, generator=g) / math.sqrt(fan_in)  # noqa: E731
-    p = {"W_in": normal(cfg.d_in, d, fan_in=cfg.d_in), "E_lab": normal(cfg.n_classes, d, fan_in=1),
-         "e_query": normal(d, fan_in=1)}
-    for l in range(cfg.n_layers):
-        for n in ("q", "k", "v", "o"):
-            p[f"W{n}{l}"], p[f"b{n}{l}"] = normal(d, d, fan_in=d), torch.zeros(d)
-        p[f"W1{l}"], p[f"b1{l}"] = normal(d, ff, fan_in=d), torch.zeros(ff)
-        p[f"W2{l}"], p[f"b2{l}"] = normal(ff, d, fan_in=ff), torch.zeros(d)
-        for n in ("1", "2"):
-            p[f"g{n}{l}"], p[f"c{n}{l}"] = torch.ones(d), torch.zeros(d)
-    p["gf"], p["cf"] = torch.ones(d), torch.zeros(d)
-    p["W_out"], p["b_out"] = normal(d, cfg.n_classes, fan_in=d), torch.zeros(cfg.n_classes)
-    return {name: p[name] for name in _names(cfg)}
 
+    def __init__(self, cfg: BlockConfig = BlockConfig(), *, scale=None, generator: torch.Generator | None = None):
+        super().__init__()
+        if not isinstance(cfg, BlockConfig):
+            raise TypeError(f"cfg must be a BlockConfig; got {type(cfg).__name__}")
+        self.cfg, d = cfg, cfg.d_model
+        self.embed = nn.Linear(cfg.d_in, d, bias=False)
+        self.label_embed = nn.Embedding(cfg.n_classes, d)
+        self.query_embed = nn.Parameter(torch.empty(d))
+        self.blocks = nn.ModuleList(Block(d, cfg.n_heads, scale=scale) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, cfg.n_classes)
+        self._init(generator)
 
-def _ln(x, g, c):
-    """LayerNorm over the last axis with per-model gain and shift: x (n, ..., d), g and c (n, d)."""
-    shape = (g.shape[0],) + (1,) * (x.ndim - 2) + (g.shape[-1],)
-    return F.layer_norm(x, x.shape[-1:]) * g.view(shape) + c.view(shape)
+    @torch.no_grad()
+    def _init(self, g):
+        def normal(linear, fan_in):       # N(0, 1/fan_in), drawn as (in, out) and stored as nn.Linear's (out, in)
+            linear.weight.copy_(torch.randn(linear.in_features, linear.out_features, generator=g).T
+                                / math.sqrt(fan_in))
+            if linear.bias is not None:
+                linear.bias.zero_()
+        normal(self.embed, self.cfg.d_in)
+        self.label_embed.weight.copy_(torch.randn(self.cfg.n_classes, self.cfg.d_model, generator=g))
+        self.query_embed.copy_(torch.randn(self.cfg.d_model, generator=g))
+        for blk in self.blocks:
+            for proj in (blk.attn.q_proj, blk.attn.k_proj, blk.attn.v_proj, blk.attn.out_proj, blk.mlp[0]):
+                normal(proj, proj.in_features)
+            normal(blk.mlp[2], blk.mlp[2].in_features)
+        normal(self.head, self.cfg.d_model)
 
-
-def _affine(x, W, b):
-    """x (n, R, a) W (n, a, b) + b (n, b): one product per model."""
-    return torch.baddbmm(b[:, None], x, W)
-
-
-def tokens(params: dict, query, keys, labels):
-    """The model's input tokens, (n, B, S + 1, d_model): the query's ``x W_in + e_query`` first, then each
-    key's ``x W_in + E_lab[label]``.  Shapes as in :func:`logits`."""
-    n, B, S, d_in = keys.shape
-    models = torch.arange(n, device=keys.device)[:, None, None]
-    xk = torch.bmm(keys.reshape(n, B * S, d_in), params["W_in"]).view(n, B, S, -1) + params["E_lab"][models, labels]
-    xq = torch.bmm(query, params["W_in"]) + params["e_query"][:, None]
-    return torch.cat([xq[:, :, None], xk], dim=2)
-
-
-def logits(params: dict, query, keys, labels, cfg: BlockConfig, scale, *, return_weights: bool = False):
-    """The class logits of n models at once.
-
-    ``params[name]`` is (n, ...) (a stack of :func:`init_params`), ``query`` (n, B, d_in), ``keys``
-    (n, B, S, d_in), ``labels`` (n, B, S), ``scale`` a tensor (n,): each model's factor on the scores.
-    Returns logits (n, B, n_classes); with ``return_weights=True`` also the first layer's attention
-    weights of the query's row, (n, B, n_heads, S + 1) (the query attends to itself and to every key).
-    Nothing mixes the models.
-    """
-    n, B, S, d_in = keys.shape
-    if query.shape != (n, B, d_in) or labels.shape != (n, B, S) or d_in != cfg.d_in:
-        raise ValueError(f"expected query (n, B, {cfg.d_in}), keys (n, B, S, {cfg.d_in}), labels (n, B, S); got "
-                         f"query {tuple(query.shape)}, keys {tuple(keys.shape)}, labels {tuple(labels.shape)}")
-    d, H, dk, T = cfg.d_model, cfg.n_heads, cfg.d_k, S + 1
-    h = tokens(params, query, keys, labels)                        # (n, B, T, d): the query, then the keys
-    first = None
-    for l in range(cfg.n_layers):
-        rows = 1 if l == cfg.n_layers - 1 else T                   # the last layer: the query's row only
-        a = _ln(h, params[f"g1{l}"], params[f"c1{l}"])
-        a_all = a.reshape(n, B * T, d)
-        a_rows = a[:, :, :rows].reshape(n, B * rows, d)
-        heads = lambda x, r: x.view(n, B, r, H, dk).transpose(2, 3)    # noqa: E731  (n, B, H, r, d_k)
-        q = heads(_affine(a_rows, params[f"Wq{l}"], params[f"bq{l}"]), rows)
-        k = heads(_affine(a_all, params[f"Wk{l}"], params[f"bk{l}"]), T)
-        v = heads(_affine(a_all, params[f"Wv{l}"], params[f"bv{l}"]), T)
-        w = torch.softmax((q @ k.transpose(-1, -2)) * scale.view(n, 1, 1, 1, 1), dim=-1)   # (n, B, H, r, T)
-        if l == 0:
-            first = w[:, :, :, 0]                                  # the query's row: (n, B, H, T)
-        o = (w @ v).transpose(2, 3).reshape(n, B * rows, d)
-        h = h[:, :, :rows] + _affine(o, params[f"Wo{l}"], params[f"bo{l}"]).view(n, B, rows, d)
-        m = _ln(h, params[f"g2{l}"], params[f"c2{l}"]).reshape(n, B * rows, d)
-        m = _affine(F.gelu(_affine(m, params[f"W1{l}"], params[f"b1{l}"])), params[f"W2{l}"], params[f"b2{l}"])
-        h = h + m.view(n, B, rows, d)
-    z = _ln(h[:, :, 0], params["gf"], params["cf"])               # (n, B, d): the query's token
-    out = _affine(z, params["W_out"], params["b_out"])             # (n, B, n_classes)
-    return (out, first) if return_weights else out
+    def forward(self, batch: RetrievalBatch, *, return_weights: bool = False):
+        """Logits (B, n_classes); with ``return_weights=True`` also the first layer's attention weights of the
+        query's row, (B, n_heads, S + 1) (the query attends to itself and to every key)."""
+        query, keys, labels = batch.query, batch.keys, batch.labels   # (B, 1, d_in), (B, S, d_in), (B, S)
+        if query.ndim != 3 or keys.ndim != 3 or query.shape[1:] != (1, self.cfg.d_in) \
+                or keys.shape[-1] != self.cfg.d_in or labels.shape != keys.shape[:2]:
+            raise ValueError(f"expected query (B, 1, {self.cfg.d_in}), keys (B, S, {self.cfg.d_in}), labels (B, S); got "
+                             f"query {tuple(query.shape)}, keys {tuple(keys.shape)}, labels {tuple(labels.shape)}")
+        x = torch.cat([self.embed(query) + self.query_embed,
+                       self.embed(keys) + self.label_embed(labels)], dim=1)   # (B, S + 1, d_model)
+        first = None
+        for blk in self.blocks:
+            x, w = blk(x, return_weights=True)
+            first = w[:, :, 0] if first is None else first     # the first layer, the query's row
+        logits = self.head(self.ln_f(x[:, 0]))                  # (B, n_classes)
+        return (logits, first) if return_weights else logits
 
 
 def train_blocks(seeds, arms, *, cfg: BlockConfig = BlockConfig(), steps: int = 150, batch_size: int = 32,
                  optimizer: str = "adam", device=None, data: BatchStream | None = None
                  ) -> list[list[TrainResult]]:
-    """Train one block per (arm, seed) side by side, as :func:`lib.training.train_grid` trains the toy.
+    """Train one :class:`RetrievalTransformer` per (arm, seed) side by side, as :func:`lib.training.train_grid`
+    trains the toy (both with :func:`lib.trainer.fit`).
 
     ``arms``: a sequence of :class:`lib.training.Arm` (or learning rates); only ``lr`` and ``scale`` are
     used (``scale=None`` is 1/√d_k with the per-head d_k, 1.0 the unscaled block), so an arm with
-    ``qk_init`` or ``qk_lr`` other than 1 is refused.  Each model starts from ``init_params(cfg, seed)``,
-    sees its seed's batches (those of ``lib.training.batch_stream``, the same for every arm) and has its own
-    state in PyTorch's ``torch.optim.Adam`` (or ``SGD``).  Nothing mixes the models, so a model's record does
-    not depend on which models train beside it (tested bit for bit).
+    ``qk_init`` or ``qk_lr`` other than 1 is refused.  Each model starts from
+    ``RetrievalTransformer(cfg, generator=torch.Generator().manual_seed(seed))``, sees its seed's batches
+    (those of ``lib.task.batch_stream``, the same for every arm) and has its own state in PyTorch's
+    ``torch.optim.Adam`` (or ``SGD``).  Nothing mixes the models, so a model's record does not depend on which
+    models train beside it (tested bit for bit).
 
     Returns ``results[i][j]`` for ``arms[i]``, ``seeds[j]``: a :class:`lib.training.TrainResult` whose
     ``d_k`` is the per-head d_k, ``grad_q`` and ``grad_k`` the norms of the first layer's ∂loss/∂W_Q and
     ∂loss/∂W_K, ``entropy`` the mean entropy of the first layer's attention in the query's row (ln(S + 1)
-    is uniform), and ``model`` None.
+    is uniform), and ``model`` the trained module.
     """
     if not isinstance(cfg, BlockConfig):
         raise TypeError(f"cfg must be a BlockConfig; got {type(cfg).__name__}")
     steps, batch_size = positive_int("steps", steps), positive_int("batch_size", batch_size)
     seeds = check_seeds(seeds)
-    if isinstance(arms, (Arm, int, float, str, bytes)):
-        raise TypeError(f"arms must be a sequence of Arm (or learning rates); got {arms!r}")
-    arms = [a if isinstance(a, Arm) else Arm(a) for a in arms]
-    if not arms:
-        raise ValueError("arms must not be empty")
+    arms = check_arms(arms, Arm)
     bad = [a for a in arms if a.qk_init != 1.0 or a.qk_lr != 1.0]
     if bad:
         raise ValueError(f"train_blocks trains plain arms (qk_init = qk_lr = 1); got {bad}")
-    if optimizer not in ("sgd", "adam"):
-        raise ValueError(f"optimizer must be 'sgd' or 'adam'; got {optimizer!r}")
+    optimizer = check_optimizer(optimizer)
     task = dict(batch_size=batch_size, n_keys=cfg.n_keys, d_in=cfg.d_in, n_classes=cfg.n_classes, noise=cfg.noise)
-    if data is None:
-        data = batch_stream(seeds, steps, **task)
-    elif not isinstance(data, BatchStream):
-        raise TypeError(f"data must be a BatchStream (training.batch_stream); got {type(data).__name__}")
-    else:
-        have = (data.seeds, data.batch_size, data.n_keys, data.d_in, data.n_classes, data.noise)
-        want = (tuple(seeds), *task.values())
-        if have != want or data.steps < steps:
-            raise ValueError(f"data was drawn for seeds, batch_size, n_keys, d_in, n_classes, noise = {have} and "
-                             f"{data.steps} steps; this run needs {want} and {steps} steps")
+    batches = batches_for(seeds, steps, data, **task)
     device = torch.device("cpu") if device is None else torch.device(device)
-    with one_thread(device):
-        return _train_blocks(cfg, seeds, arms, steps, optimizer, device, data)
 
+    def make_model(seed, arm):
+        return RetrievalTransformer(cfg, scale=arm.scale, generator=torch.Generator().manual_seed(claims.seed(seed)))
 
-def _train_blocks(cfg, seeds, arms, steps, optimizer, device, data):
-    n_s = len(seeds)
-    inits = [init_params(cfg, s) for s in seeds]
-    base = {name: torch.stack([p[name] for p in inits]).to(device) for name in _names(cfg)}
-    P, groups, order = stack_arms(base, arms, qk_names=())
-    opt = (torch.optim.SGD(groups, lr=1.0, **FUSED) if optimizer == "sgd"
-           else torch.optim.Adam(groups, lr=1.0, **FUSED))
-    n = len(arms) * n_s                                        # model i: arm order[i // n_s], seed i % n_s
-    scale = torch.tensor([arms[a].score_scale(cfg.d_k) for a in order for _ in seeds], device=device)
-    seed_of = torch.arange(n) % n_s
-    rec = {name: np.empty((n, steps)) for name in ("loss", "accuracy", "grad_q", "grad_k", "entropy")}
-    t0 = time.perf_counter()
-    for step in range(steps):
-        query, keys, labels, target = (getattr(data, k)[step][seed_of].to(device)
-                                       for k in ("query", "keys", "labels", "target"))
-        W = {name: torch.cat([p[name] for p in P]) if len(P) > 1 else P[0][name] for name in base}
-        out, w = logits(W, query, keys, labels, cfg, scale, return_weights=True)
-        per_query = F.cross_entropy(out.reshape(-1, cfg.n_classes), target.reshape(-1),
-                                    reduction="none").view(n, -1)
-        losses = per_query.mean(dim=1)
-        opt.zero_grad(set_to_none=True)
-        losses.sum().backward()                                # model i gets the gradient of its own loss
-        with torch.no_grad():
-            gq = torch.cat([p["Wq0"].grad.flatten(1).norm(dim=1) for p in P])
-            gk = torch.cat([p["Wk0"].grad.flatten(1).norm(dim=1) for p in P])
-            stats = torch.stack([losses, (out.argmax(-1) == target).float().mean(dim=1), gq, gk]).cpu().numpy()
-            ent = attention_entropy(w.double().cpu().numpy()).mean(axis=(1, 2))
-        rec["loss"][:, step], rec["accuracy"][:, step], rec["grad_q"][:, step], rec["grad_k"][:, step] = stats
-        rec["entropy"][:, step] = ent
-        opt.step()
-    seconds = time.perf_counter() - t0
-    results = [None] * len(arms)
-    for k, a in enumerate(order):
-        results[a] = [TrainResult(d_k=cfg.d_k, scale=arms[a].scale, optimizer=optimizer, seed=s, seconds=seconds,
-                                  lr=arms[a].lr, **{key: val[k * n_s + j].copy() for key, val in rec.items()})
-                      for j, s in enumerate(seeds)]
-    return results
-
+    qk = ("blocks.0.attn.q_proj.weight", "blocks.0.attn.k_proj.weight")
+    rec, models, seconds = fit(make_model, seeds, arms, batches, steps=steps, optimizer=optimizer, qk_names=qk,
+                               device=device, keep_models=True)
+    return [[TrainResult(d_k=cfg.d_k, scale=arm.scale, optimizer=optimizer, seed=s, seconds=seconds,
+                         model=models[i][j], lr=arm.lr, **{key: val[i, j].copy() for key, val in rec.items()})
+             for j, s in enumerate(seeds)] for i, arm in enumerate(arms)]

@@ -5,6 +5,8 @@ This module imports torch, so ``lib/__init__.py`` loads it only when
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -18,15 +20,20 @@ class MultiHeadAttention(nn.Module):
 
     d_model = num_heads · d_k.  Each head attends with its own d_k-wide slice of
     the projected queries and keys, and the scale is 1/√d_k of that slice, not
-    1/√d_model.  ``mask`` broadcasts to (B, num_heads, L, S), True = may attend
+    1/√d_model.  ``scale`` replaces that factor (``scale=1.0``: the unscaled variant the `training` and
+    `multi-head` chapters train).  ``mask`` broadcasts to (B, num_heads, L, S), True = may attend
     (note: the opposite of ``torch.nn.MultiheadAttention``'s boolean mask).
     """
 
-    def __init__(self, d_model: int, num_heads: int, *, bias: bool = True, device=None, dtype=None):
+    def __init__(self, d_model: int, num_heads: int, *, bias: bool = True, scale=None, device=None, dtype=None):
         super().__init__()
         if num_heads < 1 or d_model % num_heads:
             raise ValueError(f"d_model={d_model} must be a positive multiple of num_heads={num_heads}")
+        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                                  or not math.isfinite(scale) or scale <= 0):
+            raise ValueError(f"scale must be None (1/√d_k) or a finite number > 0; got {scale!r}")
         self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_model // num_heads
+        self.scale = scale
         kw = dict(bias=bias, device=device, dtype=dtype)
         self.q_proj = nn.Linear(d_model, d_model, **kw)
         self.k_proj = nn.Linear(d_model, d_model, **kw)
@@ -42,7 +49,8 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(self.q_proj(query), self.num_heads)  # (B, h, L, d_k)
         k = split_heads(self.k_proj(key), self.num_heads)  # (B, h, S, d_k)
         v = split_heads(self.v_proj(value), self.num_heads)  # (B, h, S, d_k)
-        res = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, return_weights=return_weights)
+        res = scaled_dot_product_attention(q, k, v, mask, scale=self.scale, is_causal=is_causal,
+                                           return_weights=return_weights)
         out, weights = res if return_weights else (res, None)  # out: (B, h, L, d_k)
         out = self.out_proj(merge_heads(out))  # (B, L, d_model)
         return (out, weights) if return_weights else out

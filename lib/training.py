@@ -1,19 +1,17 @@
-"""A small task that attention must learn, a one-layer attention model, and its training loop.
+"""A one-layer attention model of the retrieval task, how it is trained, and what is measured on it.
 
 The `training` chapter trains this model with the scale 1/√d_k and with scale 1 and compares
-how fast each learns.  Needs torch (not imported by ``lib/__init__``); use
-``from lib import training``.
+how fast each learns; the `tuning` chapter sweeps its learning rates.  Needs torch (not imported by
+``lib/__init__``); use ``from lib import training``.
 
-The task, **retrieval by content**: a sequence of ``n_keys`` random key vectors,
-each carrying a class label, and a query that is a noisy copy of one of the keys.
-The answer is the label of the key the query copies.  Chance is a loss of
-ln ``n_classes``.  A model that does not use the query can still beat chance a
-little, by betting on the labels that occur most often among the keys: the best
-any such predictor can do is :func:`label_count_baselines` (about 1.83 nats for
-16 keys and 8 classes, against ln 8 ≈ 2.08), and a model whose attention is
-uniform reaches at best about 1.88.  The query enters the model only through
-W_Q and the attention weights, so getting below about 1.83 nats needs attention
-that finds the matching key.
+The task (:mod:`lib.task`), **retrieval by content**: a query that is a noisy copy of one of ``n_keys``
+labelled keys; the answer is that key's label.  A model whose attention is uniform reaches at best about
+1.88 nats (chance: ln 8 ≈ 2.08; any predictor that ignores the query: about 1.83).  The query enters the
+model only through W_Q and the attention weights, so getting below about 1.83 nats needs attention that
+finds the matching key.
+
+The model is a plain ``torch.nn.Module`` (:class:`AttentionRetriever`); :func:`train_grid` trains many of
+them side by side with :func:`lib.trainer.fit`, which calls the module's own forward.
 
 Published experiments run on the CPU (``device=None``, the default of every
 function here), so the book's numbers do not depend on whether the machine that
@@ -21,10 +19,7 @@ builds it has a GPU; pass ``device="cuda"`` to try one.
 """
 from __future__ import annotations
 
-import copy
 import math
-import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,80 +29,15 @@ from .attention import scaled_dot_product_attention, softmax
 from . import claims
 from .checks import positive_int
 from .metrics import attention_entropy
+from .task import (DATA_SEED_OFFSET, BatchStream, RetrievalBatch, batch_stream, check_seeds,
+                   label_count_baselines, make_retrieval_batch)
+from .trainer import batches_for, check_arms, check_optimizer, fit, one_thread
 
 __all__ = ["RetrievalBatch", "make_retrieval_batch", "AttentionRetriever", "TrainResult", "train",
            "train_seeds", "Arm", "train_grid", "unscaled_equivalent", "BatchStream", "batch_stream",
-           "per_query_gradients", "steps_to_threshold", "label_count_baselines",
+           "per_query_gradients", "steps_to_threshold", "label_count_baselines", "DATA_SEED_OFFSET",
            "gradient_path", "median_steps", "seed_bootstrap_ratio", "median_final_loss", "stuck", "top_share", "all_tokens",
            "score_stats", "qk_retrieval_loss"]
-
-#: Seed s's training batches come from torch.Generator().manual_seed(s + DATA_SEED_OFFSET), so that
-#: the data never shares a stream with the model's initialisation (seed s).
-DATA_SEED_OFFSET = 1_000_003
-
-
-@dataclass(frozen=True)
-class RetrievalBatch:
-    """One batch of the retrieval task (all tensors on the same device).
-
-    - ``query``  (B, 1, d_in)   a noisy copy of ``keys[b, index[b]]``
-    - ``keys``   (B, S, d_in)   independent N(0, 1) components
-    - ``labels`` (B, S) int64   the class each key carries, uniform in [0, n_classes)
-    - ``index``  (B,)   int64   which key the query copies
-    - ``target`` (B,)   int64   ``labels[b, index[b]]``, what the model must output
-    """
-
-    query: torch.Tensor
-    keys: torch.Tensor
-    labels: torch.Tensor
-    index: torch.Tensor
-    target: torch.Tensor
-
-
-@contextmanager
-def one_thread(device):
-    """Run torch on one CPU thread inside the block (restored afterwards); nothing changes for a GPU.
-
-    For tensors this small one thread is as fast as several (and much faster on a busy machine), and
-    the results do not depend on the machine's core count.
-    """
-    threads = torch.get_num_threads()
-    if torch.device(device).type == "cpu":
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def make_retrieval_batch(batch_size: int, *, n_keys: int = 16, d_in: int = 32, n_classes: int = 8,
-                         noise: float = 0.5, generator: torch.Generator | None = None, device=None,
-                         dtype=torch.float32) -> RetrievalBatch:
-    """Draw a batch of the retrieval task (see the module docstring); shapes in :class:`RetrievalBatch`.
-
-    The query is ``keys[index] + noise · ε`` with ε ~ N(0, I), so its components have
-    variance ``1 + noise²``.  ``generator`` (a CPU ``torch.Generator``) makes the batch
-    reproducible; the tensors are drawn on the CPU and then moved to ``device``, so a
-    seed gives the same data on every device.
-    """
-    batch_size = positive_int("batch_size", batch_size)
-    n_keys = positive_int("n_keys", n_keys)
-    d_in = positive_int("d_in", d_in)
-    n_classes = positive_int("n_classes", n_classes)
-    if n_classes < 2:
-        raise ValueError(f"n_classes must be at least 2 (one class is nothing to learn); got {n_classes}")
-    if not (isinstance(noise, (int, float)) and math.isfinite(noise) and noise >= 0):
-        raise ValueError(f"noise must be a finite number ≥ 0; got {noise!r}")
-    g = generator
-    keys = torch.randn(batch_size, n_keys, d_in, generator=g)                 # (B, S, d_in)
-    labels = torch.randint(0, n_classes, (batch_size, n_keys), generator=g)  # (B, S)
-    index = torch.randint(0, n_keys, (batch_size,), generator=g)             # (B,)
-    rows = torch.arange(batch_size)
-    query = keys[rows, index] + noise * torch.randn(batch_size, d_in, generator=g)  # (B, d_in)
-    target = labels[rows, index]                                             # (B,)
-    to = dict(device=device)
-    return RetrievalBatch(query=query.unsqueeze(1).to(dtype=dtype, **to), keys=keys.to(dtype=dtype, **to),
-                          labels=labels.to(**to), index=index.to(**to), target=target.to(**to))
 
 
 class AttentionRetriever(torch.nn.Module):
@@ -311,67 +241,6 @@ def unscaled_equivalent(d_k: int, optimizer: str) -> Arm:
     return Arm(1.0, scale=None, qk_init=c, qk_lr=c * c if optimizer == "sgd" else c)
 
 
-@dataclass(frozen=True)
-class BatchStream:
-    """The training batches of several seeds, drawn once (:func:`batch_stream`) and reused by
-    :func:`train_grid` calls, so that runs at several d_k need not draw the same data again.
-
-    ``query[t]`` (n_seeds, B, d_in), ``keys[t]`` (n_seeds, B, S, d_in), ``labels[t]`` (n_seeds, B, S),
-    ``target[t]`` (n_seeds, B): step t's batches, exactly those :func:`train_grid` draws itself.
-    """
-
-    seeds: tuple
-    batch_size: int
-    n_keys: int
-    d_in: int
-    n_classes: int
-    noise: float
-    query: tuple = field(repr=False)
-    keys: tuple = field(repr=False)
-    labels: tuple = field(repr=False)
-    target: tuple = field(repr=False)
-
-    @property
-    def steps(self) -> int:
-        return len(self.query)
-
-
-def batch_stream(seeds, steps: int, *, batch_size: int = 64, n_keys: int = 16, d_in: int = 32,
-                 n_classes: int = 8, noise: float = 0.5) -> BatchStream:
-    """Draw the first ``steps`` training batches of every seed once, on the CPU (see :class:`BatchStream`).
-
-    Seed s's batches come from ``torch.Generator().manual_seed(s + DATA_SEED_OFFSET)``, in order, as in
-    :func:`train_grid`; passing the stream as ``data=`` gives bit for bit the same runs (tested).
-    Memory: about 4 · steps · n_seeds · batch_size · n_keys · d_in bytes (157 MB for 4 seeds, 300 steps).
-    """
-    seeds = check_seeds(seeds)
-    steps = positive_int("steps", steps)
-    gens = [torch.Generator().manual_seed(claims.seed(s) + DATA_SEED_OFFSET) for s in seeds]
-    parts = {"query": [], "keys": [], "labels": [], "target": []}
-    for _ in range(steps):
-        bs = [make_retrieval_batch(batch_size, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
-                                   generator=g) for g in gens]
-        parts["query"].append(torch.stack([b.query[:, 0] for b in bs]))
-        parts["keys"].append(torch.stack([b.keys for b in bs]))
-        parts["labels"].append(torch.stack([b.labels for b in bs]))
-        parts["target"].append(torch.stack([b.target for b in bs]))
-    return BatchStream(seeds=tuple(seeds), batch_size=int(batch_size), n_keys=int(n_keys), d_in=int(d_in),
-                       n_classes=int(n_classes), noise=float(noise), **{k: tuple(v) for k, v in parts.items()})
-
-
-def check_seeds(seeds):
-    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-        seeds = [seeds]
-    if isinstance(seeds, (str, bytes)):
-        raise TypeError(f"seeds must be a sequence of integers; got {seeds!r}")
-    seeds = list(seeds)
-    if not seeds or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in seeds):
-        raise ValueError(f"seeds must be a non-empty sequence of integers >= 0; got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must not repeat; got {seeds!r}")
-    return [int(s) for s in seeds]
-
-
 def train_grid(d_k: int, seeds, arms, *, steps: int = 300, batch_size: int = 64,
                optimizer: str = "sgd", n_keys: int = 16, d_in: int = 32, n_classes: int = 8,
                noise: float = 0.5, d_v: int = 32, device=None, data: BatchStream | None = None
@@ -391,138 +260,27 @@ def train_grid(d_k: int, seeds, arms, *, steps: int = 300, batch_size: int = 64,
     steps = positive_int("steps", steps)
     batch_size = positive_int("batch_size", batch_size)
     seeds = check_seeds(seeds)
-    if data is not None:
-        if not isinstance(data, BatchStream):
-            raise TypeError(f"data must be a BatchStream (training.batch_stream); got {type(data).__name__}")
-        want = (tuple(seeds), batch_size, n_keys, d_in, n_classes, float(noise))
-        have = (data.seeds, data.batch_size, data.n_keys, data.d_in, data.n_classes, data.noise)
-        if want != have or data.steps < steps:
-            raise ValueError(f"data was drawn for seeds, batch_size, n_keys, d_in, n_classes, noise = {have} and "
-                             f"{data.steps} steps; this run needs {want} and {steps} steps")
-    if isinstance(arms, (Arm, int, float)) or isinstance(arms, (str, bytes)):
-        raise TypeError(f"arms must be a sequence of Arm (or learning rates); got {arms!r}")
-    arms = [a if isinstance(a, Arm) else Arm(a) for a in arms]
-    if not arms:
-        raise ValueError("arms must not be empty")
-    if optimizer not in ("sgd", "adam"):
-        raise ValueError(f"optimizer must be 'sgd' or 'adam'; got {optimizer!r}")
+    arms = check_arms(arms, Arm)
+    optimizer = check_optimizer(optimizer)
+    task = dict(batch_size=batch_size, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise)
+    batches = batches_for(seeds, steps, data, **task)
     device = torch.device("cpu") if device is None else torch.device(device)
-    with one_thread(device):
-        return _train_grid(d_k, steps, batch_size, arms, optimizer, seeds, n_keys, d_in, n_classes,
-                           noise, d_v, device, data)
 
-
-_NAMES = ("W_Q", "W_K", "E", "W_O", "b_O")
-# PyTorch's multi-tensor ("foreach") implementation of the optimisers: the same numbers as its default
-# single-tensor loop on the CPU (tested against a plain torch.optim loop), about twice as fast for a grid
-FUSED = {"foreach": True}
-
-
-def stack_arms(base: dict, arms, qk_names) -> tuple[list, list, list]:
-    """Stack every (arm, seed) model's parameters into one leaf tensor per "lr group" and name.
-
-    ``base[name]`` is (n_seeds, ...), the seeds' initial values.  Arms that share their two learning
-    rates (``lr · qk_lr`` for the parameters named in ``qk_names``, ``lr`` for the rest) form one group, so
-    that PyTorch's optimiser gives each group its rates through its parameter groups, with few tensors to
-    loop over.  Returns ``P`` (one dict of leaves per group, each leaf (members · n_seeds, ...); the
-    ``qk_names`` entries times the arm's ``qk_init``), the optimiser's parameter groups, and ``order``:
-    the arms in the models' order.
-    """
-    lr_groups = {}                                             # (lr of the qk_names; lr of the rest) -> arms
-    for a, arm in enumerate(arms):
-        lr_groups.setdefault((arm.lr * arm.qk_lr, arm.lr), []).append(a)
-    order = [a for members in lr_groups.values() for a in members]
-    P, groups = [], []
-    for (lr_qk, lr_rest), members in lr_groups.items():
-        p = {}
-        for name in base:
-            parts = [base[name] * arms[a].qk_init if name in qk_names and arms[a].qk_init != 1.0
-                     else base[name] for a in members]
-            p[name] = torch.cat(parts).clone().requires_grad_()
-        P.append(p)
-        if qk_names:
-            groups.append({"params": [p[name] for name in base if name in qk_names], "lr": lr_qk})
-        groups.append({"params": [p[name] for name in base if name not in qk_names], "lr": lr_rest})
-    return P, groups, order
-
-
-def _train_grid(d_k, steps, batch_size, arms, optimizer, seeds, n_keys, d_in, n_classes, noise, d_v,
-                device, stream=None):
-    # One model per (arm, seed), initialised as AttentionRetriever(generator=seed) would be, W_Q and W_K
-    # times the arm's qk_init. Models that share their two learning rates (W_Q, W_K and the rest) are stacked
-    # along a leading axis into one leaf tensor per parameter name, so that PyTorch's own optimiser gives each
-    # such "lr group" its learning rates through its parameter groups, with few tensors to loop over. Every
-    # step concatenates the groups and runs once for all models: batched matrix products (one small product
-    # per model), the row-wise softmax and cross-entropy, and an optimiser that acts entry by entry. Nothing
-    # mixes the models, so a model's record does not depend on which models run beside it
-    # (tests/test_training.py checks this bit for bit).
-    n_s = len(seeds)
-    inits = [AttentionRetriever(d_in, d_k, n_classes, d_v=d_v,
-                                generator=torch.Generator().manual_seed(claims.seed(s))) for s in seeds]
-    base = {name: torch.stack([getattr(m, name).detach() for m in inits]).to(device) for name in _NAMES}
-    P, groups, order = stack_arms(base, arms, qk_names=("W_Q", "W_K"))
-    n = len(arms) * n_s                                        # model i: arm order[i // n_s], seed i % n_s
-    opt = (torch.optim.SGD(groups, lr=1.0, **FUSED) if optimizer == "sgd"
-           else torch.optim.Adam(groups, lr=1.0, **FUSED))
-    data = [torch.Generator().manual_seed(claims.seed(s) + DATA_SEED_OFFSET) for s in seeds]
-    # each model's scale, folded into the d_in × d_in matrix c W_Q W_Kᵀ
-    score_scale = torch.tensor([arms[a].score_scale(d_k) for a in order for _ in seeds],
-                               dtype=base["W_Q"].dtype, device=device)[:, None, None]   # (n, 1, 1)
-    seed_of = torch.arange(n, device=device) % n_s             # which seed's batch each model sees
-    rec = {name: np.empty((n, steps)) for name in ("loss", "accuracy", "grad_q", "grad_k", "entropy")}
-    cat = (lambda name: P[0][name]) if len(P) == 1 else (lambda name: torch.cat([p[name] for p in P]))
-    rep = (lambda t: t) if n == n_s else (lambda t: t[seed_of])
-    t0 = time.perf_counter()
-    for step in range(steps):
-        if stream is None:
-            bs = [make_retrieval_batch(batch_size, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
-                                       generator=g, device=device) for g in data]   # one batch per seed
-            batch = (torch.stack([b.query[:, 0] for b in bs]), torch.stack([b.keys for b in bs]),
-                     torch.stack([b.labels for b in bs]), torch.stack([b.target for b in bs]))
-        else:                                                  # the same batches, drawn before
-            batch = tuple(getattr(stream, k)[step].to(device) for k in ("query", "keys", "labels", "target"))
-        query, keys, labels, target = (rep(t) for t in batch)  # (n, B, d_in), (n, B, S, d_in), (n, B, S), (n, B)
-        W = {name: cat(name) for name in _NAMES}               # e.g. W_Q: (n, d_in, d_k)
-        M = torch.bmm(W["W_Q"], W["W_K"].transpose(1, 2)) * score_scale   # (n, d_in, d_in): c W_Q W_Kᵀ
-        q_in = torch.bmm(query, M)                             # (n, B, d_in): c q·k_j = (x c W_Q W_Kᵀ)·x_j
-        # values: the one-hot labels, so attention gives each class's total weight; times E that is
-        # Σ_j w_j E[label_j], the attention output with values v_j = E[label_j] (no (n, B, S, d_v) tensor)
-        one_hot = torch.nn.functional.one_hot(labels, n_classes).to(query.dtype)   # (n, B, S, C)
-        class_w, w = scaled_dot_product_attention(q_in[:, :, None], keys, one_hot, scale=1.0,
-                                                  return_weights=True)   # (n, B, 1, C), (n, B, 1, S)
-        out = torch.bmm(class_w[:, :, 0], W["E"])              # (n, B, d_v)
-        logits = torch.bmm(out, W["W_O"]) + W["b_O"][:, None]  # (n, B, n_classes)
-        per_query = torch.nn.functional.cross_entropy(logits.reshape(-1, n_classes), target.reshape(-1),
-                                                      reduction="none").reshape(n, -1)   # (n, B)
-        losses = per_query.mean(dim=1)                         # (n,) one loss per model
-        opt.zero_grad(set_to_none=True)
-        losses.sum().backward()                                # model i gets the gradient of its own loss
-        with torch.no_grad():
-            gq = torch.cat([p["W_Q"].grad.flatten(1).norm(dim=1) for p in P])
-            gk = torch.cat([p["W_K"].grad.flatten(1).norm(dim=1) for p in P])
-            stats = torch.stack([losses, (logits.argmax(-1) == target).float().mean(dim=1),
-                                 gq, gk]).cpu().numpy()        # (4, n)
-            ent = attention_entropy(w[:, :, 0].double().cpu().numpy()).mean(axis=1)       # (n,)
-        rec["loss"][:, step], rec["accuracy"][:, step], rec["grad_q"][:, step], rec["grad_k"][:, step] = stats
-        rec["entropy"][:, step] = ent
-        opt.step()
-    seconds = time.perf_counter() - t0
-    final = {name: cat(name).detach() for name in _NAMES}
-    results = [None] * len(arms)
-    for k, a in enumerate(order):
-        arm, row = arms[a], []
-        for j, s in enumerate(seeds):
-            i = k * n_s + j
-            model = copy.deepcopy(inits[j]).to(device)
-            model.scale = arm.scale
+    def make_model(seed, arm):              # seed's initial weights; W_Q, W_K times the arm's qk_init
+        m = AttentionRetriever(d_in, d_k, n_classes, d_v=d_v, scale=arm.scale,
+                               generator=torch.Generator().manual_seed(claims.seed(seed)))
+        if arm.qk_init != 1.0:
             with torch.no_grad():
-                for name in _NAMES:
-                    getattr(model, name).copy_(final[name][i])
-            row.append(TrainResult(d_k=d_k, scale=arm.scale, optimizer=optimizer, seed=s, seconds=seconds,
-                                   model=model, lr=arm.lr, qk_init=arm.qk_init, qk_lr=arm.qk_lr,
-                                   **{key: val[i].copy() for key, val in rec.items()}))
-        results[a] = row
-    return results
+                m.W_Q.mul_(arm.qk_init)
+                m.W_K.mul_(arm.qk_init)
+        return m
+
+    rec, models, seconds = fit(make_model, seeds, arms, batches, steps=steps, optimizer=optimizer,
+                               qk_names=("W_Q", "W_K"), device=device, keep_models=True)
+    return [[TrainResult(d_k=d_k, scale=arm.scale, optimizer=optimizer, seed=s, seconds=seconds,
+                         model=models[i][j], lr=arm.lr, qk_init=arm.qk_init, qk_lr=arm.qk_lr,
+                         **{key: val[i, j].copy() for key, val in rec.items()})
+             for j, s in enumerate(seeds)] for i, arm in enumerate(arms)]
 
 
 def per_query_gradients(model: AttentionRetriever, batch: RetrievalBatch) -> dict:
@@ -682,82 +440,6 @@ def steps_to_threshold(loss, threshold: float, window: int = 10) -> int:
     moving = np.convolve(x, np.ones(window) / window, mode="valid")   # moving[i] = mean(x[i : i+window])
     below = np.flatnonzero(moving < threshold)
     return int(below[0] + window - 1) if below.size else len(x)
-
-
-def _partitions(total: int, parts: int, largest: int | None = None):
-    """Every way to write ``total`` as a sum of at most ``parts`` positive integers, largest first."""
-    largest = total if largest is None else largest
-    if total == 0:
-        yield ()
-        return
-    if parts == 0:
-        return
-    for first in range(min(total, largest), 0, -1):
-        for rest in _partitions(total - first, parts - 1, first):
-            yield (first, *rest)
-
-
-def label_count_baselines(n_keys: int = 16, n_classes: int = 8) -> dict:
-    """What a model can reach on the retrieval task **without** using the query (exact, in nats).
-
-    A predictor that does not use the query sees the keys and their labels, but the key the
-    query copies is uniform among them: given the label counts n_c, the target is class c with
-    probability n_c / n_keys.  Returns a dict:
-
-    - ``chance``: ln n_classes, the loss of a uniform guess;
-    - ``counts``: E[−Σ_c (n_c/S) ln(n_c/S)], the expected entropy of the label counts (S = n_keys):
-      the smallest expected loss of **any** predictor that ignores the query (it predicts n_c/S);
-    - ``uniform_attention``: the smallest expected loss of the model of this module when its
-      attention weights are uniform (W_Q = 0).  Its output is then the mean label embedding, so its
-      logits are linear in the counts, ``A n/S + b``; the loss is convex in (A, b) and symmetric in
-      the classes, so the optimum has the form ``α n_c/S`` and one number α is fitted;
-    - ``alpha``: that α.
-
-    Exact: the expectation runs over the partitions of n_keys into at most n_classes parts, each
-    weighted by its multinomial probability (about 200 terms for 16 keys and 8 classes).  For
-    16 keys and 8 classes: chance 2.079, counts 1.826, uniform attention 1.876.
-    """
-    S, K = positive_int("n_keys", n_keys), positive_int("n_classes", n_classes)
-    if K < 2:
-        raise ValueError(f"n_classes must be at least 2; got {K}")
-    if S > 64:
-        raise ValueError(f"n_keys must be at most 64 (the partitions to sum over grow fast); got {S}")
-    rows, logp = [], []
-    for part in _partitions(S, K):
-        n = np.zeros(K)
-        n[:len(part)] = part
-        _, mult = np.unique(n, return_counts=True)
-        # multinomial probability of one labelling with these counts, times the number of ways to
-        # assign the counts to classes: K! / prod(multiplicities!)
-        lp = (math.lgamma(S + 1) - sum(math.lgamma(c + 1) for c in n) - S * math.log(K)
-              + math.lgamma(K + 1) - sum(math.lgamma(m + 1) for m in mult))
-        rows.append(n / S)
-        logp.append(lp)
-    r, p = np.array(rows), np.exp(np.array(logp))          # (P, K) count fractions, (P,) probabilities
-    with np.errstate(divide="ignore", invalid="ignore"):
-        counts = float(p @ np.where(r > 0, -r * np.log(r), 0.0).sum(axis=1))
-    r2 = (r * r).sum(axis=1)                                # E[alpha n_Y / S | counts] = alpha Σ r_c²
-
-    def slope(alpha):                                       # d loss / d alpha, increasing (convex loss)
-        z = alpha * r
-        soft = np.exp(z - z.max(axis=1, keepdims=True))
-        soft /= soft.sum(axis=1, keepdims=True)
-        return float(p @ ((soft * r).sum(axis=1) - r2))
-
-    lo, hi = 0.0, 1.0
-    for _ in range(60):                                      # bracket the minimum; with one key (or any case
-        if slope(hi) >= 0:                                   # where the loss only falls) it lies at infinity
-            break
-        lo, hi = hi, 2 * hi
-    for _ in range(200):                                     # bisection on the slope
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if slope(mid) < 0 else (lo, mid)
-    alpha = 0.5 * (lo + hi)
-    z = alpha * r
-    zmax = z.max(axis=1)
-    lse = zmax + np.log(np.exp(z - zmax[:, None]).sum(axis=1))
-    uniform = float(p @ (lse - alpha * r2))
-    return {"chance": math.log(K), "counts": counts, "uniform_attention": uniform, "alpha": alpha}
 
 
 def gradient_path(d_k: int, *, scaled: bool, n_queries: int = 200, n_keys: int = 32, d_in: int = 32,

@@ -11,44 +11,39 @@ CFG = block.BlockConfig()
 
 
 class TorchReference(torch.nn.Module):
-    """The same model built from PyTorch's layers: TransformerEncoderLayer(norm_first=True), LayerNorm, Linear.
+    """The same model built from PyTorch's layers: TransformerEncoderLayer(norm_first=True), LayerNorm, Linear,
+    with the weights of a ``block.RetrievalTransformer``.
 
     ``q_factor`` multiplies W_Q and b_Q of every layer: with √d_k it turns PyTorch's scaled attention into
     the unscaled model's (the scores q·k/√d_k of the larger q are the unscaled scores of the stored one).
     """
 
-    def __init__(self, params, cfg, q_factor=1.0):
+    def __init__(self, model, q_factor=1.0):
         super().__init__()
-        dtype = params["W_in"].dtype
-        d = cfg.d_model
+        cfg = model.cfg
+        dtype = model.embed.weight.dtype
         P = lambda t: torch.nn.Parameter(t.detach().clone())  # noqa: E731
-        self.W_in, self.E_lab, self.e_query = P(params["W_in"]), P(params["E_lab"]), P(params["e_query"])
+        self.W_in, self.E_lab, self.e_query = P(model.embed.weight.T), P(model.label_embed.weight), P(model.query_embed)
         self.layers = torch.nn.ModuleList()
-        for l in range(cfg.n_layers):
-            layer = torch.nn.TransformerEncoderLayer(d, cfg.n_heads, cfg.d_ff, dropout=0.0, activation="gelu",
-                                                     batch_first=True, norm_first=True, dtype=dtype)
-            g = {name: params[f"{name}{l}"] for name in ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo",
-                                                          "W1", "b1", "W2", "b2", "g1", "c1", "g2", "c2")}
+        for blk in model.blocks:
+            layer = torch.nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, dropout=0.0,
+                                                     activation="gelu", batch_first=True, norm_first=True, dtype=dtype)
+            at = blk.attn
             with torch.no_grad():
-                layer.self_attn.in_proj_weight.copy_(torch.cat([g["Wq"].T * q_factor, g["Wk"].T, g["Wv"].T]))
-                layer.self_attn.in_proj_bias.copy_(torch.cat([g["bq"] * q_factor, g["bk"], g["bv"]]))
-                layer.self_attn.out_proj.weight.copy_(g["Wo"].T)
-                layer.self_attn.out_proj.bias.copy_(g["bo"])
-                layer.linear1.weight.copy_(g["W1"].T)
-                layer.linear1.bias.copy_(g["b1"])
-                layer.linear2.weight.copy_(g["W2"].T)
-                layer.linear2.bias.copy_(g["b2"])
-                for norm, (gain, shift) in ((layer.norm1, ("g1", "c1")), (layer.norm2, ("g2", "c2"))):
-                    norm.weight.copy_(g[gain])
-                    norm.bias.copy_(g[shift])
+                layer.self_attn.in_proj_weight.copy_(torch.cat([at.q_proj.weight * q_factor, at.k_proj.weight,
+                                                                at.v_proj.weight]))
+                layer.self_attn.in_proj_bias.copy_(torch.cat([at.q_proj.bias * q_factor, at.k_proj.bias, at.v_proj.bias]))
+                for theirs, ours in ((layer.self_attn.out_proj, at.out_proj), (layer.linear1, blk.mlp[0]),
+                                     (layer.linear2, blk.mlp[2]), (layer.norm1, blk.ln_1), (layer.norm2, blk.ln_2)):
+                    theirs.weight.copy_(ours.weight)
+                    theirs.bias.copy_(ours.bias)
             self.layers.append(layer)
-        self.final = torch.nn.LayerNorm(d, dtype=dtype)
-        self.readout = torch.nn.Linear(d, cfg.n_classes, dtype=dtype)
+        self.final = torch.nn.LayerNorm(cfg.d_model, dtype=dtype)
+        self.readout = torch.nn.Linear(cfg.d_model, cfg.n_classes, dtype=dtype)
         with torch.no_grad():
-            self.final.weight.copy_(params["gf"])
-            self.final.bias.copy_(params["cf"])
-            self.readout.weight.copy_(params["W_out"].T)
-            self.readout.bias.copy_(params["b_out"])
+            for theirs, ours in ((self.final, model.ln_f), (self.readout, model.head)):
+                theirs.weight.copy_(ours.weight)
+                theirs.bias.copy_(ours.bias)
 
     def forward(self, query, keys, labels):          # (B, d_in), (B, S, d_in), (B, S)
         h = torch.cat([(query @ self.W_in + self.e_query)[:, None], keys @ self.W_in + self.E_lab[labels]], dim=1)
@@ -63,37 +58,47 @@ def _batch(seed, batch_size=16, cfg=CFG):
     return b.query[:, 0], b.keys, b.labels, b.target
 
 
-def _stacked(params, dtype=torch.float64):
-    return {k: v[None].to(dtype) for k, v in params.items()}
+def _as_batch(query, keys, labels):
+    return training.RetrievalBatch(query=query[:, None], keys=keys, labels=labels, index=None, target=None)
+
+
+def _model(cfg, seed, scale=None):
+    return block.RetrievalTransformer(cfg, scale=scale, generator=torch.Generator().manual_seed(seed))
 
 
 @pytest.mark.parametrize("scaled", [True, False])
 @pytest.mark.parametrize("cfg", [CFG, block.BlockConfig(d_model=48, n_heads=3, n_layers=3, n_keys=5)])
 def test_logits_equal_pytorchs_transformer_encoder_layers(scaled, cfg):
-    """The whole forward pass, the last layer's query-only shortcut included, against PyTorch's layers."""
-    params = block.init_params(cfg, 4)
+    """The whole forward pass against PyTorch's layers."""
+    model = _model(cfg, 4, scale=None if scaled else 1.0).double()
     # move the parameters off their starting values, so that biases and gains are tested too
     g = torch.Generator().manual_seed(9)
-    params = {k: (v + 0.1 * torch.randn(v.shape, generator=g)).double() for k, v in params.items()}
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=g, dtype=p.dtype))
     query, keys, labels, _ = _batch(2, cfg=cfg)
-    scale = torch.tensor([1 / math.sqrt(cfg.d_k) if scaled else 1.0], dtype=torch.float64)
-    ours = block.logits(_stacked(params), query[None].double(), keys[None].double(), labels[None], cfg, scale)[0]
+    ours = model(_as_batch(query.double(), keys.double(), labels))
     # built in float64 from float64 weights: the factor √d_k applied in float32 would round at 1e-7
-    ref = TorchReference(params, cfg, q_factor=1.0 if scaled else math.sqrt(cfg.d_k))
+    ref = TorchReference(model, q_factor=1.0 if scaled else math.sqrt(cfg.d_k))
     torch.testing.assert_close(ours, ref(query.double(), keys.double(), labels), rtol=1e-10, atol=1e-10)
 
 
-def test_training_matches_pytorchs_layers_and_adam():
-    """train_blocks (scaled arm) against a plain loop: PyTorch's layers, torch.optim.Adam, one model."""
+@pytest.mark.parametrize("scale", [None, 1.0])
+def test_training_matches_a_plain_pytorch_loop(scale):
+    """train_blocks against a plain loop of one model and torch.optim.Adam: for the scaled model, PyTorch's own
+    layers (TransformerEncoderLayer); for the unscaled one, which PyTorch's layer cannot be (it always divides by
+    √d_k), the module itself, whose forward the test above checks against PyTorch's layers."""
     steps, B, lr, seed = 8, 16, 0.003, 1
-    ours = block.train_blocks([seed], [lr], steps=steps, batch_size=B)[0][0]
-    ref = TorchReference(block.init_params(CFG, seed), CFG)
+    ours = block.train_blocks([seed], [training.Arm(lr, scale=scale)], steps=steps, batch_size=B)[0][0]
+    model = _model(CFG, seed, scale=scale)
+    ref = TorchReference(model) if scale is None else model
     opt = torch.optim.Adam(ref.parameters(), lr=lr)
     data = training.batch_stream([seed], steps, batch_size=B, n_keys=CFG.n_keys)
     losses = []
     for t in range(steps):
-        loss = torch.nn.functional.cross_entropy(ref(data.query[t][0], data.keys[t][0], data.labels[t][0]),
-                                                 data.target[t][0])
+        q, k, lab = data.query[t][0], data.keys[t][0], data.labels[t][0]
+        logits = ref(q, k, lab) if scale is None else ref(_as_batch(q, k, lab))
+        loss = torch.nn.functional.cross_entropy(logits, data.target[t][0])
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -112,16 +117,20 @@ def test_grid_equals_one_at_a_time_runs_bit_for_bit():
             alone = block.train_blocks([r.seed], [arm], **kw)[0][0]
             for name in ("loss", "accuracy", "grad_q", "grad_k", "entropy"):
                 np.testing.assert_array_equal(getattr(r, name), getattr(alone, name))
+            for p, q in zip(r.model.parameters(), alone.model.parameters()):
+                torch.testing.assert_close(p, q, rtol=0, atol=0)
 
 
 def test_unscaled_scores_start_with_variance_d_k():
     """The start of the `variance` chapter: LayerNorm'd tokens and N(0, 1/d_model) projections give unit-variance q, k."""
     cfg = block.BlockConfig(d_model=128, n_heads=2)
-    p = block.init_params(cfg, 0)
+    m = _model(cfg, 0)
     query, keys, labels, _ = _batch(0, batch_size=256, cfg=cfg)
-    h = block.tokens({k: v[None] for k, v in p.items()}, query[None], keys[None], labels[None])[0]
-    a = torch.nn.functional.layer_norm(h, (cfg.d_model,))
-    q, k = (a @ p["Wq0"])[..., :cfg.d_k], (a @ p["Wk0"])[..., :cfg.d_k]   # head 0
+    with torch.no_grad():
+        h = torch.cat([m.embed(query[:, None]) + m.query_embed, m.embed(keys) + m.label_embed(labels)], dim=1)
+        a = torch.nn.functional.layer_norm(h, (cfg.d_model,))
+        attn = m.blocks[0].attn
+        q, k = attn.q_proj(a)[..., :cfg.d_k], attn.k_proj(a)[..., :cfg.d_k]   # head 0
     scores = (q @ k.transpose(1, 2)).flatten()
     assert abs(scores.var().item() / cfg.d_k - 1) < 0.15
 
@@ -130,11 +139,17 @@ def test_recorded_entropy_is_the_first_layers_query_row():
     cfg = block.BlockConfig(d_model=32, n_keys=4)
     r = block.train_blocks([0], [training.Arm(0.01, scale=1.0)], steps=1, batch_size=8, cfg=cfg)[0][0]
     data = training.batch_stream([0], 1, batch_size=8, n_keys=4)
-    params = _stacked(block.init_params(cfg, 0), torch.float32)
-    _, w = block.logits(params, data.query[0], data.keys[0], data.labels[0], cfg, torch.tensor([1.0]),
-                        return_weights=True)
-    assert w.shape == (1, 8, cfg.n_heads, cfg.n_keys + 1)
-    torch.testing.assert_close(w.sum(-1), torch.ones(1, 8, cfg.n_heads))
+    m = _model(cfg, 0, scale=1.0)
+    with torch.no_grad():
+        _, w = m(_as_batch(data.query[0][0], data.keys[0][0], data.labels[0][0]), return_weights=True)
+        # PyTorch's own layer gives the first layer's weights (averaged over heads: compare the mean)
+        ref = TorchReference(m, q_factor=math.sqrt(cfg.d_k)).layers[0]
+        h = torch.cat([m.embed(data.query[0][0][:, None]) + m.query_embed,
+                       m.embed(data.keys[0][0]) + m.label_embed(data.labels[0][0])], dim=1)
+        a = ref.norm1(h)
+        _, w_torch = ref.self_attn(a, a, a, need_weights=True, average_attn_weights=False)
+    assert w.shape == (8, cfg.n_heads, cfg.n_keys + 1)
+    torch.testing.assert_close(w, w_torch[:, :, 0])
     p = w.double()
     expected = -(p * torch.log(p.clamp_min(1e-300))).sum(-1).mean().item()
     assert r.entropy[0] == pytest.approx(expected, rel=1e-6)
@@ -148,7 +163,7 @@ def test_config_rejects_bad_input(kwargs, error):
         block.BlockConfig(**kwargs)
 
 
-def test_training_and_logits_reject_bad_input():
+def test_training_and_the_model_reject_bad_input():
     with pytest.raises(ValueError, match="plain arms"):
         block.train_blocks([0], [training.Arm(0.01, qk_init=2.0)], steps=1)
     with pytest.raises(TypeError, match="BlockConfig"):
@@ -159,10 +174,11 @@ def test_training_and_logits_reject_bad_input():
         block.train_blocks([0], [0.01], steps=2, data=training.batch_stream([0], 1, batch_size=32, n_keys=8))
     with pytest.raises(TypeError, match="arms"):
         block.train_blocks([0], 0.01, steps=1)
-    params = _stacked(block.init_params(CFG, 0), torch.float32)
+    with pytest.raises(TypeError, match="BlockConfig"):
+        block.RetrievalTransformer(dict(d_model=64))
     query, keys, labels, _ = _batch(0)
     with pytest.raises(ValueError, match="expected query"):
-        block.logits(params, query[None, :, :16], keys[None], labels[None], CFG, torch.tensor([1.0]))
+        _model(CFG, 0)(_as_batch(query[:, :16], keys, labels))
 
 
 @pytest.mark.cuda
