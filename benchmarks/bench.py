@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 import lib  # noqa: E402
-from lib.timing import peak_bytes, time_interleaved  # noqa: E402  (shared with the `speed` chapter)
+from lib.infra.timing import peak_bytes, time_interleaved  # noqa: E402  (shared with the `speed` chapter)
 
 D_K = 64
 # batch × heads per length: 4 × 8 heads up to L = 512, then fewer so each L does similar work

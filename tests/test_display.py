@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import lib
-from lib.display import table
+from lib import table
 
 
 class _Cells(HTMLParser):

@@ -1,6 +1,6 @@
 """lib.exercises: each exercise's self-check against an independent computation of its answer.
 
-One section per chapter, as in lib/exercises.py. Each test checks that the right answer passes, that
+One section per chapter, as in lib/feedback/exercises.py. Each test checks that the right answer passes, that
 the typical wrong answers fail with the verdict the chapter promises, and that junk input gets a
 sentence, not an exception.
 """

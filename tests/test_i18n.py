@@ -76,10 +76,10 @@ def test_an_installed_lib_reads_the_catalogs_inside_the_package(tmp_path):
     import subprocess
     import sys
 
-    root = Path(i18n.__file__).resolve().parents[1]
+    root = Path(i18n.__file__).resolve().parents[2]
     site = tmp_path / "site-packages"
     shutil.copytree(root / "lib", site / "lib", ignore=shutil.ignore_patterns("__pycache__", "locale-catalogs"))
-    probe = ("import lib, lib.i18n as i; lib.set_language('ja'); "
+    probe = ("import lib, lib.infra.i18n as i; lib.set_language('ja'); "
              "print(i._locales_dir().name, lib.tr('attention weights'))")
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("BOOK_LOCALES", "BOOK_LANG")}
     env["PYTHONPATH"] = str(site)
@@ -188,7 +188,7 @@ def test_code_strings_prefer_lib_and_code_entries():
     """A string lib shows takes lib.po's translation, a string a page's code shows takes a translation
     marked as code, even where the same English is also prose elsewhere ("attention weights" is a
     glossary heading, translated there with its English in brackets)."""
-    folder = Path(i18n.__file__).resolve().parents[1] / "locales" / "ja" / "LC_MESSAGES"
+    folder = Path(i18n.__file__).resolve().parents[2] / "locales" / "ja" / "LC_MESSAGES"
     i18n._catalogs.clear()
     cat = i18n.catalog("ja")
     lib_entries = {e.msgid: e.msgstr for e in polib.pofile(str(folder / "lib.po"))
@@ -226,7 +226,7 @@ def _bookext():
     import importlib
     import sys as _sys
 
-    _sys.path.insert(0, str(Path(i18n.__file__).resolve().parents[1] / "tools"))
+    _sys.path.insert(0, str(Path(i18n.__file__).resolve().parents[2] / "tools"))
     return importlib.import_module("bookext")
 
 
@@ -236,7 +236,7 @@ def test_every_learner_prompt_has_a_japanese_translation():
     bookext = _bookext()
     import chapters  # tools/chapters.py, on the path from _bookext()
 
-    root = Path(i18n.__file__).resolve().parents[1]
+    root = Path(i18n.__file__).resolve().parents[2]
     found = {}
     for nb in sorted((root / "book").glob("*.md")):
         for cell in (chapters.read(nb) or {"cells": []})["cells"]:

@@ -229,11 +229,11 @@ def _calls(tree, name):
 
 
 def _lib_trees():
-    for path in sorted((ROOT / "lib").glob("*.py")):
+    for path in sorted((ROOT / "lib").rglob("*.py")):
         yield path, ast.parse(path.read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("path", CHAPTERS + sorted((ROOT / "lib").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CHAPTERS + sorted((ROOT / "lib").rglob("*.py")), ids=lambda p: p.name)
 def test_tr_gets_one_literal(path):
     trees = [ast.parse(path.read_text(encoding="utf-8"))] if path.suffix == ".py" else [t for _, t in _trees(path)]
     bad = [ast.unparse(c) for t in trees for c in _calls(t, "tr")

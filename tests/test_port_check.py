@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import lib
-from lib.port_check import CASES, Recipe
+from lib.experiments.port_check import CASES, Recipe
 
 RNG = np.random.default_rng(7)
 

@@ -348,7 +348,7 @@ def _battery():
 def _tr_messages():
     import ast
     from pathlib import Path
-    tree = ast.parse((Path(lib.__file__).parent / "selfcheck.py").read_text(encoding="utf-8"))
+    tree = ast.parse((Path(lib.__file__).parent / "feedback" / "selfcheck.py").read_text(encoding="utf-8"))
     return {n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call)
             and getattr(n.func, "id", "") == "tr" and n.args and isinstance(n.args[0], ast.Constant)}
 

@@ -9,7 +9,7 @@
                                          learner handout) and quiz_key.html (the answer key)
 
 Every HTML build is strict (warnings are errors, nitpicky references, keep going to list them all;
-the pages' claims raise, ``BOOK_CLAIMS=strict``, see ``lib/claims.py``),
+the pages' claims raise, ``BOOK_CLAIMS=strict``, see ``lib/infra/claims.py``),
 like ``jupyter-book build . -W -n --keep-going``; it calls jupyter-book's own ``build_sphinx`` with the
 book's ``_config.yml``, plus a few settings per edition:
 
@@ -50,7 +50,7 @@ def edition_dirs(lang: str) -> dict[str, Path]:
 
 def deps_hash(lang: str) -> str:
     h = hashlib.sha256()
-    for p in sorted((ROOT / "lib").glob("*.py")) + [ROOT / "requirements.txt", ROOT / "constraints.txt"]:
+    for p in sorted((ROOT / "lib").rglob("*.py")) + [ROOT / "requirements.txt", ROOT / "constraints.txt"]:
         h.update(p.read_bytes())
     if lang != "en":
         from lib import i18n

@@ -40,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from lib.i18n import read_po  # noqa: E402
+from lib.infra.i18n import read_po  # noqa: E402
 
 CONFIG_DIR = ROOT / "locales" / "textlint"
 CATALOGS = ROOT / "locales" / "ja" / "LC_MESSAGES"

@@ -38,7 +38,7 @@ def code_messages_by_catalog() -> dict[str, list[str]]:
         cells = CODE_CELL.findall(page.read_text(encoding="utf-8"))
         if cells:
             out[f"book/{page.stem}"] = [m for src in cells for m in tr_calls(_python(src))]
-    out["lib"] = [m for p in sorted((ROOT / "lib").glob("*.py")) for m in tr_calls(p.read_text(encoding="utf-8"))]
+    out["lib"] = [m for p in sorted((ROOT / "lib").rglob("*.py")) for m in tr_calls(p.read_text(encoding="utf-8"))]
     return out
 
 

@@ -130,7 +130,7 @@ PATCHES: tuple[Patch, ...] = (
           "_config.yml html.* / sphinx.config.html_context", ("sphinx-book-theme",),
           "sphinx_book_theme/header_buttons (repository buttons)", "every build"),
     Patch(19, "lib.MultiHeadAttention reads torch.nn.MultiheadAttention's _qkv_same_embed_dim to copy "
-              "its weights", "lib/mha.py", ("torch",), "torch/nn/modules/activation.py",
+              "its weights", "lib/formula/mha.py", ("torch",), "torch/nn/modules/activation.py",
           "tests/test_mha.py"),
 )
 

@@ -43,7 +43,7 @@ REQUIRED = os.environ.get("REQUIRE_BROWSER_TEST", "") not in ("", "0")
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "jupyter_execute"}
 sys.path.insert(0, str(ROOT))
-from lib.plotting import COLUMN_PX  # noqa: E402 - the figure width the book's figures are sized for
+from lib.infra.plotting import COLUMN_PX  # noqa: E402 - the figure width the book's figures are sized for
 
 _STATUS = ROOT / "locales" / "ja" / "status.yml"
 FINISHED_JA = set()

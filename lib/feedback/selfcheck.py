@@ -36,10 +36,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import progress as _progress
-from ._backend import is_torch
+from ..infra._backend import is_torch
 from .display import MARK_NOT, MARK_OK, Shown, md_escape as _md_escape  # noqa: F401
-from .attention import softmax
-from .i18n import tr
+from ..formula.attention import softmax
+from ..infra.i18n import tr
 
 __all__ = ["Verdict", "check_array", "check_number", "check_dot", "check_scaled_scores", "check_softmax",
            "check_attention_weights"]

@@ -29,8 +29,8 @@ import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
-from . import claims
-from .metrics import attention_entropy
+from ..infra import claims
+from ..formula.metrics import attention_entropy
 from .task import DATA_SEED_OFFSET, BatchStream, RetrievalBatch, make_retrieval_batch
 
 __all__ = ["fit", "batches_for", "check_arms", "check_optimizer", "one_thread", "FUSED", "RECORDS"]

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ._backend import torch_module
+from ..infra._backend import torch_module
 from .attention import causal_mask, explicit_torch, prepare
 
 __all__ = ["attention_fast"]

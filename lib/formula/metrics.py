@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .attention import softmax
-from .checks import generator
+from ..infra.checks import generator
 
 __all__ = ["attention_entropy", "jacobian_norm", "random_attention_stats"]
 

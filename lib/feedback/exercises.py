@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import positive_int
-from .i18n import tr
+from ..infra.checks import positive_int
+from ..infra.i18n import tr
 from .selfcheck import Verdict, as_array, check_number, read_answer, read_scalar
-from .simulate import variance_standard_error
+from ..formula.simulate import variance_standard_error
 
 __all__: list[str] = []
 
@@ -897,7 +897,7 @@ def check_attention_function(fn, *, expected=None, backend: str = "numpy", batch
     mistake the probe recognises (scale after the softmax, scaled twice, from the wrong width, ...).
     Never raises on the learner's function; ``ValueError``/``TypeError`` for bad set-up arguments.
     """
-    from .scale_probe import infer_scale  # noqa: PLC0415 - lib.scale_probe imports lib.i18n only
+    from ..experiments.scale_probe import infer_scale  # noqa: PLC0415 - lib.scale_probe imports lib.i18n only
 
     name = tr("Your attention function")
     if fn is None or fn is ...:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from . import claims
-from .checks import positive_int
+from ..infra import claims
+from ..infra.checks import positive_int
 
 __all__ = ["RetrievalBatch", "make_retrieval_batch", "BatchStream", "batch_stream", "check_seeds",
            "label_count_baselines", "DATA_SEED_OFFSET"]

@@ -42,9 +42,9 @@ def _locales_dir() -> Path:
     else ``locales/`` beside this package (a checkout or an editable install, which have no copy)."""
     if os.environ.get("BOOK_LOCALES"):
         return Path(os.environ["BOOK_LOCALES"])
-    here = Path(__file__).resolve().parent
-    inside = here / "locale-catalogs"
-    return inside if inside.is_dir() else here.parent / "locales"
+    package = Path(__file__).resolve().parents[1]              # lib/ (this file is lib/infra/i18n.py)
+    inside = package / "locale-catalogs"
+    return inside if inside.is_dir() else package.parent / "locales"
 
 
 def language() -> str:

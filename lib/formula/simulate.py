@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .checks import generator, positive_int, resolve_scale
+from ..infra.checks import generator, positive_int, resolve_scale
 
 __all__ = ["sample_dot_products", "exam_totals", "variance_standard_error", "repeated_variances",
            "excess_kurtosis"]

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .attention import scaled_dot_product_attention, softmax
-from . import claims
-from .checks import positive_int
-from .metrics import attention_entropy
+from ..formula.attention import scaled_dot_product_attention, softmax
+from ..infra import claims
+from ..infra.checks import positive_int
+from ..formula.metrics import attention_entropy
 from .task import (DATA_SEED_OFFSET, BatchStream, RetrievalBatch, batch_stream, check_seeds,
                    label_count_baselines, make_retrieval_batch)
 from .trainer import batches_for, check_arms, check_optimizer, fit, one_thread

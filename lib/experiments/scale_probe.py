@@ -30,10 +30,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .i18n import tr
+from ..infra.i18n import tr
 from .port_check import LAYOUTS, accepts_layout, measure_scale
 from .port_check import check_backend
-from .display import Shown
+from ..feedback.display import Shown
 
 __all__ = ["ScaleReport", "infer_scale"]
 

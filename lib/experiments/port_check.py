@@ -29,9 +29,9 @@ from typing import Callable
 
 import numpy as np
 
-from .checks import positive_int
-from .i18n import tr
-from .display import Shown
+from ..infra.checks import positive_int
+from ..infra.i18n import tr
+from ..feedback.display import Shown
 
 __all__ = ["Recipe", "PortReport", "reference_attention", "alibi_slopes", "check_port",
            "check_logit_factor"]
@@ -641,7 +641,7 @@ def _round_to(a, dtype):
 def check_logit_factor(answer, *, head_dim: int, query_pre_attn_scalar: float):
     """Exercise 11: by what factor does a port that uses ``1/√head_dim`` multiply a model's logits, when
     the checkpoint was trained with ``query_pre_attn_scalar ** -0.5``? Never prints the answer."""
-    from .selfcheck import check_number  # noqa: PLC0415
+    from ..feedback.selfcheck import check_number  # noqa: PLC0415
 
     if not (isinstance(head_dim, int) and head_dim > 0 and query_pre_attn_scalar > 0):
         raise ValueError("head_dim must be a positive int and query_pre_attn_scalar positive")

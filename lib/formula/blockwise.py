@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import check_qkv, positive_int, resolve_scale
-from .i18n import tr
-from ._backend import check_same_family, is_torch, torch_module
+from ..infra.checks import check_qkv, positive_int, resolve_scale
+from ..infra.i18n import tr
+from ..infra._backend import check_same_family, is_torch, torch_module
 
 __all__ = ["blockwise_attention", "softmax_exp2"]
 

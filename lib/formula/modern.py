@@ -27,9 +27,9 @@ import math
 
 import numpy as np
 
-from ._backend import check_same_family, is_torch, torch_module
+from ..infra._backend import check_same_family, is_torch, torch_module
 from .attention import softmax
-from .checks import generator, positive_int
+from ..infra.checks import generator, positive_int
 
 __all__ = [
     "l2_normalize",

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._backend import check_same_family, dtype_kind, is_torch, torch_module
-from .checks import check_qkv, positive_int, resolve_scale
+from ..infra._backend import check_same_family, dtype_kind, is_torch, torch_module
+from ..infra.checks import check_qkv, positive_int, resolve_scale
 
 __all__ = [
     "softmax",

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .attention import scaled_dot_product_attention, softmax, softmax_jacobian
-from .checks import generator, positive_int
+from ..infra.checks import generator, positive_int
 from .metrics import jacobian_norm
 
 __all__ = ["jacobian_gap_bound", "logit_scale_sweep", "one_query_attention"]

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from . import claims
-from .checks import positive_int
-from .mha import MultiHeadAttention
+from ..infra import claims
+from ..infra.checks import positive_int
+from ..formula.mha import MultiHeadAttention
 from .task import BatchStream, RetrievalBatch, check_seeds
 from .trainer import batches_for, check_arms, check_optimizer, fit
 from .training import Arm, TrainResult
