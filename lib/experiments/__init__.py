@@ -1,0 +1,1 @@
+"""What the book measures: the retrieval task, one trainer, the toy model, the small Transformer, the port tools."""
