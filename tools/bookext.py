@@ -127,6 +127,32 @@ def _translate_prompts(path: Path, lang: str) -> None:
         nbformat.write(nb, path)
 
 
+#: What a Japanese page declared ``pending`` in locales/ja/status.yml says at its top (CONTRIBUTING.md,
+#: "If you cannot translate"); tests/browser/test_pages.py looks for its class.
+PENDING_NOTICE = ("この章の日本語訳は更新中です。英語版で書き換えられた段落は、翻訳が済むまで英語のまま"
+                  "表示されます。")
+
+
+def _pending_pages(app: Sphinx) -> set:
+    import yaml
+
+    path = Path(__file__).resolve().parents[1] / "locales" / (app.config.language or "en") / "status.yml"
+    if not path.is_file():
+        return set()
+    return set((yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("pending") or [])
+
+
+def _pending_notice(app: Sphinx, doctree):
+    """A page whose translation is pending says so at its top, below its title."""
+    if (app.config.language or "en") == "en" or app.env.docname not in _pending_pages(app):
+        return
+    from docutils import nodes
+
+    note = nodes.note("", nodes.paragraph("", PENDING_NOTICE), classes=["translation-pending"])
+    top = next(iter(doctree.findall(nodes.section)), None) or doctree
+    top.insert(1 if top.children and isinstance(top[0], nodes.title) else 0, note)
+
+
 def setup(app: Sphinx):
     import booksearch
 
@@ -136,6 +162,7 @@ def setup(app: Sphinx):
 
     upstream.install(app)          # patches 1-7 and 20 (tools/upstream.py)
     app.connect("html-page-context", _language_switch)
+    app.connect("doctree-read", _pending_notice)
     app.connect("config-inited", _book_css)
     app._book_pages_written = set()
     app.connect("html-page-context", _record_page)

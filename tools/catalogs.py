@@ -8,6 +8,10 @@
                                        progress of every page
     python tools/catalogs.py todo PAGE     the untranslated and fuzzy messages of one page, e.g.
                                        ``todo book/softmax_saturation`` (or ``lib``)
+    python tools/catalogs.py pending PAGE  for a contributor who cannot translate: move a finished page
+                                       whose English changed to ``pending`` in status.yml (its Japanese
+                                       page says so at the top and shows the changed paragraphs in English)
+    python tools/catalogs.py finish PAGE   back to ``finished`` once it is 100 % translated again
 
 One catalog per page (``book/formula.po`` ...), plus ``lib.po`` for the messages lib shows (self-check
 verdicts), plus hand-written catalogs for the extensions' own words (``exercise.po``, ``proof.po``,
@@ -17,14 +21,20 @@ its code shows in figures and widgets (every ``tr("...")`` of its code cells, ma
 The checker fails on:
 - a catalog older than the English (a message of the English missing from it, or a message it still
   translates that the English no longer has): run ``make translations``;
-- a fuzzy entry (an English edit that is not retranslated yet);
+- a fuzzy entry (an English edit that is not retranslated yet), except on a page declared ``pending``;
 - a translation that drops or alters math (``$...$``, ``$$...$$``), a glue key and its format, a
   reference target (``{ref}``, ``{numref}``, ``{doc}``, ``{eq}``, ``{term}``, ``{cite}``, ``{prf:ref}``),
   inline code, a link target, or a ``{field}`` of a code message;
 - a display-math block whose translation is not identical (Sphinx would render it empty);
 - unparsed emphasis: ``**`` or ``*`` left as literal characters when the translation is rendered
   (CommonMark does not close ``**...。**`` before a letter: put the 。 outside, or add a space);
-- a page declared finished in ``locales/<lang>/status.yml`` that is below 100 %.
+- a page declared finished in ``locales/<lang>/status.yml`` that is below 100 %; a page declared
+  both finished and pending, or pending but complete (``finish`` it).
+
+``pending`` is the path for a contributor who cannot translate: ``make translations``, then
+``tools/catalogs.py pending PAGE``; ``make test`` passes, the check lists the page as pending, and the
+Japanese edition's maintainer translates it and runs ``finish`` (CONTRIBUTING.md, "If you cannot
+translate").
 """
 from __future__ import annotations
 
@@ -158,10 +168,13 @@ def _domain(po_path: Path, lang: str) -> str:
 def check(verbose: bool = True) -> str:
     """Run every check; return the progress table, raise SystemExit(1) on any failure."""
     failures: list[str] = []
-    lines = []
+    lines, notes = [], []
     for lang in LANGS:
         status = yaml.safe_load((LOCALES / lang / "status.yml").read_text(encoding="utf-8")) or {}
         finished = set(status.get("finished") or [])
+        pending = set(status.get("pending") or [])
+        for page in sorted(finished & pending):
+            failures.append(f"{lang}/{page}: declared both finished and pending in status.yml")
         pots = {p.relative_to(POT).with_suffix("").as_posix(): p for p in POT.rglob("*.pot")}
         if not pots:
             raise SystemExit("no English messages in _build/gettext: run `make translations` (or "
@@ -182,7 +195,7 @@ def check(verbose: bool = True) -> str:
             todo = [e for e in active if needs_translation(e.msgid)]
             done = [e for e in todo if e.msgstr and not e.fuzzy]
             fuzzy = [e for e in active if e.fuzzy]
-            for e in fuzzy:
+            for e in ([] if domain in pending else fuzzy):
                 failures.append(f"{lang}/{domain}: fuzzy (the English changed; retranslate and remove "
                                 f"the flag): {e.msgid[:70]!r}")
             for e in active:
@@ -190,20 +203,52 @@ def check(verbose: bool = True) -> str:
                     for p in problems(e):
                         failures.append(f"{lang}/{domain}: {p}: {e.msgid[:70]!r}")
             pct = 100.0 * len(done) / len(todo) if todo else 100.0
-            state = "finished" if domain in finished else "draft"
+            state = "finished" if domain in finished else "pending" if domain in pending else "draft"
             if domain in finished and len(done) < len(todo):
-                failures.append(f"{lang}/{domain}: declared finished in status.yml but {pct:.0f} % translated")
+                failures.append(f"{lang}/{domain}: declared finished in status.yml but {pct:.0f} % translated; "
+                                f"translate it, or, if you cannot, `python tools/catalogs.py pending {domain}`")
+            if domain in pending and len(done) == len(todo) and not fuzzy:
+                failures.append(f"{lang}/{domain}: pending in status.yml but 100 % translated: "
+                                f"`python tools/catalogs.py finish {domain}`")
+            if domain in pending:
+                notes.append(f"{lang}/{domain}: translation pending ({len(todo) - len(done)} message(s) to "
+                             f"translate: `python tools/catalogs.py todo {domain}`)")
             lines.append(f"{domain:32s} {len(done):5d}/{len(todo):<5d} {len(fuzzy):6d}  {state} {pct:5.0f} %")
-        unknown = finished - set(pots)
+        unknown = (finished | pending) - set(pots)
         if unknown:
             failures.append(f"{lang}: status.yml names pages that do not exist: {sorted(unknown)}")
     table = "\n".join(lines)
     if verbose:
         print(table)
+        if notes:
+            print("\n".join(notes))
     if failures:
         print("\n".join(failures), file=sys.stderr)
         raise SystemExit(f"translation check: {len(failures)} problem(s)")
     return table
+
+
+def set_status(domain: str, to: str, lang: str = "ja", path: Path | None = None) -> None:
+    """Move ``domain`` to the ``to`` list ("pending" or "finished") of status.yml, keeping its comments."""
+    path = path or LOCALES / lang / "status.yml"
+    text = path.read_text(encoding="utf-8")
+    status = yaml.safe_load(text) or {}
+    frm = "finished" if to == "pending" else "pending"
+    if domain not in (status.get(frm) or []):
+        raise SystemExit(f"{domain} is not {frm} in {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    if to == "finished":
+        po = polib.pofile(str(LOCALES / lang / "LC_MESSAGES" / f"{domain}.po"))
+        left = [e for e in po if e.msgid and not e.obsolete and needs_translation(e.msgid) and (e.fuzzy or not e.msgstr)]
+        if left:
+            raise SystemExit(f"{domain} has {len(left)} message(s) left to translate: "
+                             f"`python tools/catalogs.py todo {domain}`")
+    lines = [ln for ln in text.splitlines() if ln.strip() != f"- {domain}"]
+    if not any(ln.rstrip() == f"{to}:" for ln in lines):
+        lines += ["", f"{to}:"]
+    at = next(i for i, ln in enumerate(lines) if ln.rstrip() == f"{to}:")
+    lines.insert(at + 1, f"  - {domain}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"{domain}: {to} in {path.name}")
 
 
 def todo(domain: str, lang: str = "ja") -> None:
@@ -219,6 +264,9 @@ def main(argv: list[str]) -> int:
         return update()
     if argv == ["check"]:
         check()
+        return 0
+    if len(argv) == 2 and argv[0] in ("pending", "finish"):
+        set_status(argv[1], "pending" if argv[0] == "pending" else "finished")
         return 0
     if len(argv) == 2 and argv[0] == "todo":
         todo(argv[1])

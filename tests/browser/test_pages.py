@@ -51,6 +51,9 @@ if _STATUS.is_file():
     import yaml
 
     FINISHED_JA = set((yaml.safe_load(_STATUS.read_text(encoding="utf8")) or {}).get("finished") or [])
+    PENDING_JA = set((yaml.safe_load(_STATUS.read_text(encoding="utf8")) or {}).get("pending") or [])
+else:
+    PENDING_JA = set()
 
 # Text blocks a reader reads, for the leftover-English check of finished Japanese pages.
 TEXT_BLOCKS_JS = r"""
@@ -339,8 +342,8 @@ ENGLISH_RUN = __import__("re").compile(r"[A-Za-z]{2,}(?:[ ,.;:'’-]+[A-Za-z]{2,
 
 
 def _edition_problems(page, page_path) -> list[str]:
-    """A chapter page links to the same page in the other edition, and a finished Japanese page has
-    no paragraph left in English."""
+    """A chapter page links to the same page in the other edition; a finished Japanese page has no
+    paragraph left in English and no 'translation pending' notice; a pending one has the notice."""
     out = []
     if page_path.removeprefix("ja/").startswith("book/"):
         hrefs = page.eval_on_selector_all("a.book-language-switch", "els => els.map(e => e.getAttribute('href'))")
@@ -350,7 +353,14 @@ def _edition_problems(page, page_path) -> list[str]:
             target = (HTML_DIR / page_path).parent.joinpath(href).resolve()
             if not target.is_file():
                 out.append(f"the language link {href!r} leads to a page that does not exist")
-    if page_path.startswith("ja/") and page_path.removeprefix("ja/").removesuffix(".html") in FINISHED_JA:
+    doc = page_path.removeprefix("ja/").removesuffix(".html")
+    notices = page.locator(".translation-pending").count()
+    if page_path.startswith("ja/") and doc in PENDING_JA:
+        if notices != 1:
+            out.append(f"a Japanese page whose translation is pending shows {notices} notices (want 1)")
+    elif notices:
+        out.append("a 'translation pending' notice on a page that is not pending")
+    if page_path.startswith("ja/") and doc in FINISHED_JA:
         for text in page.evaluate(TEXT_BLOCKS_JS):
             if not JAPANESE.search(text) and ENGLISH_RUN.search(text):
                 out.append(f"English left on a finished Japanese page: {text[:80]!r}")
