@@ -162,3 +162,11 @@ def test_varies_records_its_bound_and_glues_the_percentage(glued):
     for bad, match in (((r"(", 0.3), "regular expression"), ((r"x", 30), "a fraction"), ((r"x", 0), "a fraction")):
         with pytest.raises(ValueError, match=match):
             claims.varies("k", *bad, "words")
+
+
+def test_a_numpy_scalar_is_glued_as_a_python_number(glued):
+    """myst-nb glues a NumPy scalar as its repr ("np.float64(...)"), which {glue:text}`k:.2f` cannot format."""
+    import numpy as np
+    got, _ = glued
+    claims.claim("ratio_np", np.float64(4.5), ">", 2.0, "a NumPy median")
+    assert got[-1][1] == 4.5 and type(got[-1][1]) is float

@@ -583,3 +583,28 @@ def test_seed_bootstrap_ratio_known_values_and_an_independent_enumeration():
         training.seed_bootstrap_ratio(slow, fast, 1.0, level=90)
     with pytest.raises(ValueError, match="at most 6"):
         training.seed_bootstrap_ratio([slow[0]] * 7, [fast[0]] * 7, 1.0)
+
+
+def test_score_step_is_one_adam_step_of_pytorch_in_score_space():
+    """score_step against a plain torch.optim.Adam step of one model, M = c W_Q W_Kᵀ computed here."""
+    d_k, seed, lr = 64, 2, 0.01
+    arms = [training.Arm(lr), training.Arm(lr, scale=1.0), training.Arm(lr, qk_init=2.0, qk_lr=3.0)]
+    got = training.score_step(d_k, [seed], arms)
+    data = training.batch_stream([seed], 1, batch_size=64)
+    batch = training.RetrievalBatch(data.query[0][0][:, None], data.keys[0][0], data.labels[0][0], None, None)
+    for i, arm in enumerate(arms):
+        m = training.AttentionRetriever(32, d_k, 8, scale=arm.scale, generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            m.W_Q.mul_(arm.qk_init)
+            m.W_K.mul_(arm.qk_init)
+        c = 1 / math.sqrt(d_k) if arm.scale is None else 1.0
+        M0 = (m.W_Q @ m.W_K.T).detach() * c
+        opt = torch.optim.Adam([{"params": [m.W_Q, m.W_K], "lr": lr * arm.qk_lr},
+                                {"params": [m.E, m.W_O, m.b_O], "lr": lr}])
+        torch.nn.functional.cross_entropy(m(batch), data.target[0][0]).backward()
+        opt.step()
+        M1 = (m.W_Q @ m.W_K.T).detach() * c
+        assert got["step"][i, 0] == pytest.approx((M1 - M0).norm().item(), rel=1e-4)
+        assert got["start"][i, 0] == pytest.approx(M0.norm().item(), rel=1e-6)
+    # the unscaled model's first step is about √d_k times the scaled one's (each weight moves by about lr)
+    assert 0.7 * math.sqrt(d_k) < got["step"][1, 0] / got["step"][0, 0] < 1.3 * math.sqrt(d_k)

@@ -37,7 +37,7 @@ __all__ = ["RetrievalBatch", "make_retrieval_batch", "AttentionRetriever", "Trai
            "train_seeds", "Arm", "train_grid", "unscaled_equivalent", "BatchStream", "batch_stream",
            "per_query_gradients", "steps_to_threshold", "label_count_baselines", "DATA_SEED_OFFSET",
            "gradient_path", "median_steps", "seed_bootstrap_ratio", "median_final_loss", "stuck", "top_share", "all_tokens",
-           "score_stats", "qk_retrieval_loss"]
+           "score_stats", "qk_retrieval_loss", "score_matrix", "score_step"]
 
 
 class AttentionRetriever(torch.nn.Module):
@@ -412,6 +412,38 @@ def score_stats(w_q, w_k, x) -> tuple[float, float]:
         s = q @ k.transpose(-1, -2) / math.sqrt(w_q.shape[1])          # (B, L, L)
         diag = torch.eye(s.shape[-1], dtype=torch.bool, device=s.device)
         return s[:, ~diag].std().item(), s[:, diag].mean().item()
+
+
+def score_matrix(model: AttentionRetriever) -> torch.Tensor:
+    """M = c W_Q W_Kᵀ (d_in × d_in), c the model's score scale: the score of query x and key x_j is x M x_jᵀ."""
+    with torch.no_grad():
+        return (model.W_Q @ model.W_K.T) * model.score_scale
+
+
+def score_step(d_k: int, seeds, arms, *, optimizer: str = "adam", **kw) -> dict:
+    """How far the first optimiser step moves each model in **score space**: ‖ΔM‖_F with M = c W_Q W_Kᵀ.
+
+    For each arm (:class:`Arm`) and seed, one step of :func:`train_grid` (``kw``: its other arguments);
+    returns NumPy arrays of shape (n_arms, n_seeds): ``step`` = ‖M₁ − M₀‖_F, ``start`` = ‖M₀‖_F, and
+    ``relative`` = their ratio.  The `tuning` chapter compares the scaled model, the unscaled one and
+    the two single changes of :func:`unscaled_equivalent` with it.
+    """
+    seeds = check_seeds(seeds)
+    arms = check_arms(arms, Arm)
+    d_in, n_classes, d_v = kw.get("d_in", 32), kw.get("n_classes", 8), kw.get("d_v", 32)
+    after = train_grid(d_k, seeds, arms, steps=1, optimizer=optimizer, **kw)
+    step, start = np.empty((len(arms), len(seeds))), np.empty((len(arms), len(seeds)))
+    for i, arm in enumerate(arms):
+        for j, s in enumerate(seeds):
+            m0 = AttentionRetriever(d_in, d_k, n_classes, d_v=d_v, scale=arm.scale,
+                                    generator=torch.Generator().manual_seed(claims.seed(s)))
+            with torch.no_grad():
+                m0.W_Q.mul_(arm.qk_init)
+                m0.W_K.mul_(arm.qk_init)
+            M0 = score_matrix(m0)
+            step[i, j] = (score_matrix(after[i][j].model).cpu() - M0).norm().item()
+            start[i, j] = M0.norm().item()
+    return {"step": step, "start": start, "relative": step / start}
 
 
 def qk_retrieval_loss(w_q, w_k, batch: RetrievalBatch) -> torch.Tensor:

@@ -40,6 +40,8 @@ import os
 import re
 from numbers import Real
 
+import numpy as np
+
 __all__ = ["claim", "check", "holds", "varies", "ClaimFailed", "seed", "mode"]
 
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
@@ -141,6 +143,8 @@ def _glue(key: str, value) -> None:
         from myst_nb import glue  # noqa: PLC0415 - optional: lib does not depend on the book stack
     except ImportError:
         return
+    if isinstance(value, np.generic):   # a NumPy scalar would be glued as its repr, "np.float64(...)",
+        value = value.item()            # which a {glue:text}`key:.2f` cannot format
     glue(key, value, display=False)
 
 
