@@ -88,3 +88,17 @@ def test_mha_errors():
         lib.MultiHeadAttention.from_torch(torch.nn.MultiheadAttention(8, 2))
     with pytest.raises(TypeError, match="expects torch.nn.MultiheadAttention"):
         lib.MultiHeadAttention.from_torch(torch.nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize("value, error", [(True, TypeError), ("0.1", TypeError), (None, TypeError),
+                                          (0.0, ValueError), (-1, ValueError), (float("nan"), ValueError),
+                                          (float("inf"), ValueError)])
+def test_positive_number_names_the_argument(value, error):
+    from lib.infra.checks import positive_number
+    with pytest.raises(error, match="^lr must be"):
+        positive_number("lr", value)
+
+
+def test_positive_number_accepts_numpy_and_returns_a_float():
+    from lib.infra.checks import positive_number
+    assert positive_number("lr", np.float32(0.5)) == 0.5 and type(positive_number("lr", np.int64(3))) is float

@@ -27,7 +27,7 @@ import torch
 
 from ..formula.attention import scaled_dot_product_attention, softmax
 from ..infra import claims
-from ..infra.checks import positive_int
+from ..infra.checks import positive_int, positive_number
 from ..formula.metrics import attention_entropy
 from .task import (DATA_SEED_OFFSET, BatchStream, RetrievalBatch, batch_stream, check_seeds,
                    label_count_baselines, make_retrieval_batch)
@@ -176,21 +176,13 @@ def train_seeds(d_k: int, seeds, *, scale=None, steps: int = 300, batch_size: in
     pass computes the same function (equal to float rounding, tested).
     Same as ``train_grid(d_k, seeds, [Arm(lr, scale=scale)], ...)[0]``.
     """
-    _check_lr("lr", lr)
+    positive_number("lr", lr)
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
                               or not math.isfinite(scale) or scale <= 0):
         raise ValueError(f"scale must be None (1/√d_k) or a finite number > 0; got {scale!r}")
     return train_grid(d_k, seeds, [Arm(lr, scale=scale)], steps=steps, batch_size=batch_size,
                       optimizer=optimizer, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
                       d_v=d_v, device=device)[0]
-
-
-def _check_lr(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -215,9 +207,9 @@ class Arm:
 
     def __post_init__(self):
         for name in ("lr", "qk_init", "qk_lr"):
-            object.__setattr__(self, name, _check_lr(f"Arm.{name}", getattr(self, name)))
+            object.__setattr__(self, name, positive_number(f"Arm.{name}", getattr(self, name)))
         if self.scale is not None:
-            object.__setattr__(self, "scale", _check_lr("Arm.scale (None for 1/√d_k)", self.scale))
+            object.__setattr__(self, "scale", positive_number("Arm.scale (None for 1/√d_k)", self.scale))
 
     def score_scale(self, d_k: int) -> float:
         """The factor the scores are multiplied by: 1/√d_k for ``scale=None``, else ``scale``."""

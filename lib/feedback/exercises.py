@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..infra.checks import positive_int
+from ..infra.checks import positive_int, positive_number
 from ..infra.i18n import tr
 from .selfcheck import Verdict, as_array, check_number, read_answer, read_scalar
 from ..formula.simulate import variance_standard_error
@@ -643,14 +643,6 @@ __all__ += ["check_best_against_best"]
 _MOMENT_RTOL, _MOMENT_ATOL = 1e-3, 6e-4
 
 
-def _positive_finite(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"self-check set-up: {name} must be a number; got {type(value).__name__}")
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"self-check set-up: {name} must be a finite number > 0; got {value!r}")
-    return float(value)
-
-
 def check_correlated_score_moments(answer, d_k, rho, *, sigma_q=1.0, sigma_k=1.0, scaled=True,
                                    name: str | None = None) -> Verdict:
     """Check ``[mean, variance]`` of the score ``q·k/√d_k`` (``scaled=False``: of ``q·k``) (chapter `caveats`).
@@ -678,7 +670,8 @@ def check_correlated_score_moments(answer, d_k, rho, *, sigma_q=1.0, sigma_k=1.0
         raise TypeError(f"self-check set-up: rho must be a number; got {type(rho).__name__}")
     if not (np.isfinite(rho) and -1.0 <= rho <= 1.0):
         raise ValueError(f"self-check set-up: rho must lie in [-1, 1]; got {rho!r}")
-    sq, sk = _positive_finite("sigma_q", sigma_q), _positive_finite("sigma_k", sigma_k)
+    sq, sk = (positive_number("self-check set-up: sigma_q", sigma_q),
+              positive_number("self-check set-up: sigma_k", sigma_k))
     d, r, s2 = int(d_k), float(rho), (sq * sk) ** 2
     name = name or tr("mean and variance")
 

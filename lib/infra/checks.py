@@ -5,6 +5,7 @@
   the 2017 formula and of PyTorch's SDPA), a number is used as given, and anything else (a string, a
   bool) is a ``TypeError``.
 - :func:`positive_int`: an int ≥ ``minimum`` (NumPy integers accepted, bools refused).
+- :func:`positive_number`: a finite real number > 0 (a learning rate, a standard deviation).
 - :func:`generator`: a NumPy ``Generator`` from a seed or a generator.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from . import claims
 from ._backend import dtype_kind
 from .i18n import tr
 
-__all__ = ["check_qkv", "resolve_scale", "positive_int", "generator"]
+__all__ = ["check_qkv", "resolve_scale", "positive_int", "positive_number", "generator"]
 
 
 def _shape(x):
@@ -33,6 +34,15 @@ def positive_int(name: str, value, minimum: int = 1) -> int:
         rule = "a positive int" if minimum == 1 else f"an int >= {minimum}"
         raise ValueError(f"{name} must be {rule}; got {value!r}")
     return int(value)
+
+
+def positive_number(name: str, value) -> float:
+    """``value`` as a float, if it is a finite real number > 0 (Python or NumPy, not bool)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+    return float(value)
 
 
 def generator(seed) -> np.random.Generator:
