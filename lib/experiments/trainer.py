@@ -33,11 +33,11 @@ from ..infra import claims
 from ..formula.metrics import attention_entropy
 from .task import DATA_SEED_OFFSET, BatchStream, RetrievalBatch, make_retrieval_batch
 
-__all__ = ["fit", "batches_for", "check_arms", "check_optimizer", "one_thread", "FUSED", "RECORDS"]
+__all__ = ["fit", "batches_for", "check_arms", "check_optimizer", "one_thread", "FOREACH", "RECORDS"]
 
 #: PyTorch's multi-tensor ("foreach") implementation of the optimisers: the same numbers as its default
 #: single-tensor loop on the CPU (tested against a plain torch.optim loop), about twice as fast for a grid.
-FUSED = {"foreach": True}
+FOREACH = {"foreach": True}
 
 RECORDS = ("loss", "accuracy", "grad_q", "grad_k", "entropy")
 
@@ -172,8 +172,8 @@ def _fit(make_model, seeds, arms, batches, steps, optimizer, qk_names, device, k
         same_module([make_model(seeds[0], arms[a]) for m in lr_groups.values() for a in m])
         forwards.append((vmap(module_forward(copy.deepcopy(models[0]).to("meta"))), first, len(leaves),
                          sum(len(m) for m in lr_groups.values()) * n_s))
-    opt = (torch.optim.SGD(groups, lr=1.0, **FUSED) if optimizer == "sgd"
-           else torch.optim.Adam(groups, lr=1.0, **FUSED))
+    opt = (torch.optim.SGD(groups, lr=1.0, **FOREACH) if optimizer == "sgd"
+           else torch.optim.Adam(groups, lr=1.0, **FOREACH))
     n = len(arms) * n_s
     seed_of = torch.arange(n, device=device) % n_s             # which seed's batch each model sees
     rep = (lambda t: t) if n == n_s else (lambda t: t[seed_of])

@@ -65,8 +65,8 @@ class AttentionRetriever(torch.nn.Module):
         super().__init__()
         d_in, d_k = positive_int("d_in", d_in), positive_int("d_k", d_k)
         n_classes, d_v = positive_int("n_classes", n_classes), positive_int("d_v", d_v)
-        if scale is not None and not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
-            raise ValueError(f"scale must be None (1/√d_k) or a finite number > 0; got {scale!r}")
+        if scale is not None:
+            scale = positive_number("scale (None for 1/√d_k)", scale)
         self.d_in, self.d_k, self.n_classes, self.scale = d_in, d_k, n_classes, scale
         self.W_Q = torch.nn.Parameter(torch.randn(d_in, d_k, generator=generator) / math.sqrt(d_in))
         self.W_K = torch.nn.Parameter(torch.randn(d_in, d_k, generator=generator) / math.sqrt(d_in))
@@ -177,9 +177,8 @@ def train_seeds(d_k: int, seeds, *, scale=None, steps: int = 300, batch_size: in
     Same as ``train_grid(d_k, seeds, [Arm(lr, scale=scale)], ...)[0]``.
     """
     positive_number("lr", lr)
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
-                              or not math.isfinite(scale) or scale <= 0):
-        raise ValueError(f"scale must be None (1/√d_k) or a finite number > 0; got {scale!r}")
+    if scale is not None:
+        positive_number("scale (None for 1/√d_k)", scale)
     return train_grid(d_k, seeds, [Arm(lr, scale=scale)], steps=steps, batch_size=batch_size,
                       optimizer=optimizer, n_keys=n_keys, d_in=d_in, n_classes=n_classes, noise=noise,
                       d_v=d_v, device=device)[0]
