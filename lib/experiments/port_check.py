@@ -10,9 +10,14 @@ attention function on inputs built to expose each class of mistake and names the
 - a scale that is a config value, not ``1/√d_k`` (Gemma 2's ``query_pre_attn_scalar``, Grok-1's
   ``attn_output_multiplier``, T5's 1);
 - a factor ``m`` applied to q *and* k (DeepSeek-V3's YaRN ``mscale``): ``m²`` in the logit;
-- RMS or L2 normalisation of q and k (OLMo 2, Qwen 3, Gemma 3), with or without a separate scale;
+- RMS or L2 normalisation of each head's q and k, without a learned weight, with or without a separate
+  scale (not expressible: a learned per-head weight, as Qwen 3's and Gemma 3's norms have after training,
+  and OLMo 2's RMSNorm over the whole projection with a learned weight, Hugging Face transformers
+  ``models/olmo2/modeling_olmo2.py``; check such a port against the model's own code);
 - a cap on the logits ``c·tanh(s/c)`` (Gemma 2, Grok-1), applied after the scale and before the mask;
-- ALiBi (BLOOM, Falcon, MPT): ``-slope_h · (i - j)`` added after the scale, never multiplied by it;
+- ALiBi as BLOOM and MPT add it: ``-slope_h · (i - j)`` added after the scale, not multiplied by it
+  (Falcon-RW in Hugging Face transformers adds it *before* multiplying by ``inv_norm_factor``,
+  ``models/falcon/modeling_falcon.py`` at 00dcc6d: not expressible here);
 - the causal mask and a sliding window.
 
 The probe inputs have a batch axis and a head axis (B, h, L, d) with B and h greater than one, at

@@ -8,8 +8,9 @@ Small, exact versions of the ideas the `caveats` chapter demonstrates:
     divided by their lengths and the cosine is multiplied by a learned gain, which **replaces**
     1/√d_k; the scores lie in [-gain, gain] whatever d_k and the input scale.
   - :func:`qk_layer_norm_scores`: LayerNorm (ViT-22B, Flax's ``normalize_qk``) or RMSNorm (e.g.
-    Qwen3) on q and k, which **keeps** 1/√d_k: with unit gains each normalised vector has length
-    √d_k, so q·k still adds d_k unit-size terms.
+    Qwen3) on q and k. The norm does not decide the scale: each model passes its own (the `real-code`
+    chapter's table). With unit gains each normalised vector has length √d_k, so q·k still adds d_k
+    unit-size terms, and a model that keeps 1/√d_k keeps scores of the usual size.
 
 - :func:`mup_scale`: μP's 1/d attention scale, c/d_k with c chosen to agree with 1/√d_k at a base width.
 - :func:`length_scaled_softmax`: softmax(s·ln(n)·z), the log-n length scaling of Chiang & Cholak 2022
@@ -99,8 +100,9 @@ def qk_layer_norm_scores(q, k, *, rms: bool = False, weight_q=None, weight_k=Non
     The second family of QK-normalisation: ViT-22B applies LayerNorm to the queries and keys (Flax's
     ``MultiHeadDotProductAttention(normalize_qk=True)``: LayerNorm without bias on each head's q and k,
     then its usual division by √depth); language models such as Qwen3 apply RMSNorm per head, and timm's
-    ``qk_norm`` the model's norm layer.  All of them **keep** the 1/√d_k: with unit gains each normalised
-    vector has length √d_k, so ``norm(q)·norm(k) = d_k·cos`` still grows with d_k.
+    ``qk_norm`` the model's norm layer.  The norm does not decide the scale; each passes its own (Flax
+    and Qwen3: 1/√d_k).  With unit gains each normalised vector has length √d_k, so
+    ``norm(q)·norm(k) = d_k·cos`` still grows with d_k, and 1/√d_k brings it back to √d_k·cos.
 
     - Shapes: q (..., L, d_k), k (..., S, d_k) → (..., L, S).
     - ``weight_q``, ``weight_k``: the norms' learned per-component gains, shape (d_k,); ``None`` means
