@@ -160,7 +160,9 @@ def infer_scale(attn: Callable, *, expected: Callable[[int], float] | None = Non
         other = next(n for n in layouts if n != "base" and _differ(tau, scales[n], rtol))
         msg = tr("The scale changes with the number of heads or the batch size ({a:.4g} with (batch, heads) = "
                  "{da}, {b:.4g} with {db}): it is read from the wrong axis, such as x.size(1) of a (B, h, L, d) "
-                 "tensor. d_k is the last axis.", a=tau, da=layouts["base"], b=scales[other], db=layouts[other])
+                 "tensor (d_k is the last axis), or the function adds a bias that depends on the head, such "
+                 "as ALiBi, which this probe cannot measure: read the code.", a=tau, da=layouts["base"],
+                 b=scales[other], db=layouts[other])
     elif _differ(tau, scales["wide d_v"], rtol):
         verdict = "value_width"
         msg = tr("The scale changes with the value width d_v ({a:.4g} at d_v = {da}, {b:.4g} at d_v = {db}): "
