@@ -155,10 +155,10 @@ def _fit(make_model, seeds, arms, batches, steps, optimizer, qk_names, device, k
         by_scale.setdefault(arm.scale, {}).setdefault((arm.lr * arm.qk_lr, arm.lr), []).append(a)
     order, leaves, groups, forwards = [], [], [], []           # model i: arm order[i // n_s], seed i % n_s
     for lr_groups in by_scale.values():
-        first = len(leaves)
+        first, scale_models = len(leaves), []
         for (lr_qk, lr_rest), members in lr_groups.items():
             models = [make_model(s, arms[a]).to(device) for a in members for s in seeds]
-            same_module(models)
+            scale_models += models
             params, buffers = stack_module_state(models)      # name -> (members · n_s, ...), leaves
             if buffers:
                 raise ValueError(f"fit trains modules without buffers; got {sorted(buffers)}")
@@ -169,9 +169,9 @@ def _fit(make_model, seeds, arms, batches, steps, optimizer, qk_names, device, k
             leaves.append(params)
             groups.append({"params": [params[k] for k in params if k in qk_names], "lr": lr_qk})
             groups.append({"params": [params[k] for k in params if k not in qk_names], "lr": lr_rest})
-        same_module([make_model(seeds[0], arms[a]) for m in lr_groups.values() for a in m])
-        forwards.append((vmap(module_forward(copy.deepcopy(models[0]).to("meta"))), first, len(leaves),
-                         sum(len(m) for m in lr_groups.values()) * n_s))
+        same_module(scale_models)                              # they all run scale_models[0]'s forward
+        forwards.append((vmap(module_forward(copy.deepcopy(scale_models[0]).to("meta"))), first, len(leaves),
+                         len(scale_models)))
     opt = (torch.optim.SGD(groups, lr=1.0, **FOREACH) if optimizer == "sgd"
            else torch.optim.Adam(groups, lr=1.0, **FOREACH))
     n = len(arms) * n_s
