@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import lib
-from lib.experiments.port_check import CASES, Recipe
+from lib.experiments.port_check import Recipe
 
 RNG = np.random.default_rng(7)
 
@@ -188,7 +188,7 @@ def test_batch_heads_widths_lengths_and_dtypes_are_probed():
     shapes = {s for s, _ in seen}
     assert {s[0] for s in shapes} >= {1, 2, 4} and {s[1] for s in shapes} >= {1, 3, 5}
     assert {s[3] for s in shapes} == {16, 64} and {s[2] for s in shapes} == {12, 40}
-    assert "torch.bfloat16" in {dt for _, dt in seen} and len(CASES) >= 8
+    assert "torch.bfloat16" in {dt for _, dt in seen} and len(seen) >= 10
 
 
 def test_numpy_candidates_and_a_failing_one():
@@ -233,3 +233,240 @@ def test_check_logit_factor_never_shows_the_answer():
     assert lib.check_logit_factor(right, head_dim=128, query_pre_attn_scalar=144).ok
     wrong = lib.check_logit_factor(1 / right, head_dim=128, query_pre_attn_scalar=144)
     assert not wrong.ok and f"{right:.4f}" not in wrong.message and f"{right:.3f}" not in wrong.message
+
+
+# --- issue 35: the recipe's new fields against independent references ------------------------------
+
+def test_reference_gqa_window_and_cache_match_sdpa():
+    """Grouped heads (SDPA's enable_gqa), a sliding window of W keys with the query included
+    (transformers' ``kv_idx > q_idx - W``) and fewer queries than keys (SDPA's causal_lower_right)."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    q = RNG.standard_normal((2, 6, 5, 16))
+    k, v = RNG.standard_normal((2, 3, 9, 16)), RNG.standard_normal((2, 3, 9, 4))
+    want = F.scaled_dot_product_attention(t(q), t(k), t(v), enable_gqa=True,
+                                          attn_mask=causal_lower_right(5, 9)).numpy()
+    got = lib.reference_attention(q, k, v, Recipe(q_per_kv=2))
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    W = 3
+    qi, kj = torch.arange(4, 9)[:, None], torch.arange(9)[None, :]  # queries are positions 4..8
+    keep = (kj <= qi) & (kj > qi - W)
+    want = F.scaled_dot_product_attention(t(q), t(k), t(v), enable_gqa=True, attn_mask=keep).numpy()
+    np.testing.assert_allclose(lib.reference_attention(q, k, v, Recipe(q_per_kv=2, window=W)), want,
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_reference_projection_norm_matches_rms_norm_over_all_heads():
+    """OLMo 2 normalises the whole projection (all heads of a position) with a learned weight
+    (transformers models/olmo2/modeling_olmo2.py at 000c33f: q_norm over num_heads * head_dim)."""
+    h, d = 4, 16
+    q, k, v = qkv(h=h, d=d, sd=3.0)
+    wq, wk = 1 + 0.3 * RNG.standard_normal(h * d), 1 + 0.3 * RNG.standard_normal(h * d)
+
+    def proj_norm(x, w):  # (B, h, L, d) -> (B, L, h*d), RMSNorm with weight, and back
+        B, _, L, _ = x.shape
+        y = F.rms_norm(t(x).transpose(1, 2).reshape(B, L, h * d), (h * d,), t(w), eps=1e-6)
+        return y.reshape(B, L, h, d).transpose(1, 2)
+
+    want = F.scaled_dot_product_attention(proj_norm(q, wq), proj_norm(k, wk), t(v), is_causal=True).numpy()
+    rec = Recipe(qk_norm="rms", qk_norm_axis="projection", q_norm_weight=wq, k_norm_weight=wk, head_dim=d,
+                 n_heads=h)
+    np.testing.assert_allclose(lib.reference_attention(q, k, v, rec), want, rtol=1e-9, atol=1e-11)
+
+
+def test_reference_scaled_bias_matches_falcons_sdpa_mask():
+    """Falcon-RW puts ALiBi inside the scaled sum; its SDPA path passes ``alibi / sqrt(head_dim)``
+    as the additive mask (transformers models/falcon/modeling_falcon.py at 4427208)."""
+    h = 4
+    q, k, v = qkv(h=h)
+    L, d = q.shape[-2], q.shape[-1]
+    bias = torch_bias(L, h, Recipe(alibi=True)) / math.sqrt(d)  # ALiBi over √d, -inf stays -inf
+    want = F.scaled_dot_product_attention(t(q), t(k), t(v), attn_mask=bias).numpy()
+    got = lib.reference_attention(q, k, v, Recipe(alibi=True, bias_scaled=True))
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def gpt_oss_eager(sinks, scaling=None):
+    """gpt-oss's eager attention (transformers models/gpt_oss/modeling_gpt_oss.py at 00d4b3d), in
+    these words: repeat each key/value head for its group, scale q·k, add the causal mask, append
+    each head's sink logit as one more column, softmax, drop that column."""
+    def attn(q, k, v):
+        g = q.size(1) // k.size(1)
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        s = q @ k.transpose(-2, -1) * (scaling or q.size(-1) ** -0.5)
+        s = s.masked_fill(causal(s), float("-inf"))
+        sink = torch.tensor(sinks, dtype=s.dtype).reshape(1, -1, 1, 1).expand(s.size(0), -1, s.size(2), 1)
+        both = torch.cat([s, sink], dim=-1)
+        probs = torch.softmax(both - both.amax(-1, keepdim=True), dim=-1)[..., :-1]
+        return probs @ v
+    return attn
+
+
+SINKS = (0.5, -1.0, 2.0, 0.0)
+
+
+def test_reference_sinks_match_gpt_oss_code():
+    q = RNG.standard_normal((2, 4, 7, 16))
+    k, v = RNG.standard_normal((2, 2, 7, 16)), RNG.standard_normal((2, 2, 7, 5))
+    want = gpt_oss_eager(SINKS)(t(q), t(k), t(v)).numpy()
+    got = lib.reference_attention(q, k, v, Recipe(sinks=SINKS, n_heads=4, q_per_kv=2))
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def falcon_rw_eager(q, k, v):
+    """Falcon-RW's eager core: ALiBi (slope · key position) added to q·k, then both multiplied by
+    1/√head_dim (``attention_logits *= self.inv_norm_factor``), then the causal mask."""
+    h, d = q.size(1), q.size(-1)
+    p = 2 ** math.floor(math.log2(h))
+    sl = [2 ** (-8 * (n + 1) / p) for n in range(p)] + [2 ** (-4 * (2 * n + 1) / p) for n in range(h - p)]
+    alibi = torch.tensor(sl, dtype=q.dtype)[:, None, None] * torch.arange(k.size(2), dtype=q.dtype)
+    logits = (q @ k.transpose(-2, -1) + alibi) * (1 / math.sqrt(d))
+    return torch.softmax(logits.masked_fill(causal(logits), float("-inf")), -1) @ v
+
+
+def bloom_eager(q, k, v):
+    """BLOOM's core: ``baddbmm(alibi, q, kᵀ, beta=1, alpha=1/√d)``: ALiBi (slope · key position)
+    added after the scale."""
+    h, d = q.size(1), q.size(-1)
+    p = 2 ** math.floor(math.log2(h))
+    sl = [2 ** (-8 * (n + 1) / p) for n in range(p)] + [2 ** (-4 * (2 * n + 1) / p) for n in range(h - p)]
+    alibi = torch.tensor(sl, dtype=q.dtype)[:, None, None] * torch.arange(k.size(2), dtype=q.dtype)
+    s = alibi + (q @ k.transpose(-2, -1)) / math.sqrt(d)
+    return torch.softmax(s.masked_fill(causal(s), float("-inf")), -1) @ v
+
+
+def olmo2_core(wq, wk, h, per_head=False, weight=True):
+    """OLMo 2: RMSNorm over the whole q (and k) projection with its learned weight, then heads, then
+    SDPA with the default scale. ``per_head``: the port that normalises each head instead."""
+    def norm(x, w):
+        B, _, L, d = x.shape
+        if per_head:
+            return F.rms_norm(x, (d,), eps=1e-6) * w.reshape(h, 1, d).to(x.dtype)
+        y = F.rms_norm(x.transpose(1, 2).reshape(B, L, h * d), (h * d,), w.to(x.dtype) if weight else None,
+                       eps=1e-6)
+        return y.reshape(B, L, h, d).transpose(1, 2)
+
+    return lambda q, k, v: F.scaled_dot_product_attention(norm(q, wq), norm(k, wk), v, is_causal=True)
+
+
+def qwen3_core(wq, wk, tiled=False):
+    """Qwen 3: RMSNorm of each head with its learned weight (length head_dim), grouped heads
+    (``repeat_kv``), SDPA with the default scale. ``tiled``: heads repeated the wrong way."""
+    def attn(q, k, v):
+        g = q.size(1) // k.size(1)
+        q = F.rms_norm(q, (q.size(-1),), wq.to(q.dtype), eps=1e-6)
+        k = F.rms_norm(k, (k.size(-1),), wk.to(k.dtype), eps=1e-6)
+        k, v = (k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)) if tiled else (
+            k.repeat_interleave(g, 1), v.repeat_interleave(g, 1))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return attn
+
+
+def gemma2_local(window=4096, cap=50.0, scaling=144 ** -0.5, rescale=True, cap_raw=False):
+    """Gemma 2's eager core on a sliding layer (keys within ``window`` of the query, itself included);
+    ``rescale=False`` forgets the final × cap; ``cap_raw`` caps the raw q·k and scales afterwards;
+    ``cap=None``, ``scaling=None``: no cap, and 1/√head_dim."""
+    def attn(q, k, v):
+        raw = q @ k.transpose(-2, -1)
+        sc = scaling or q.size(-1) ** -0.5
+        if cap is None:
+            s = raw * sc
+        elif cap_raw:
+            s = cap * torch.tanh(raw / cap) * sc
+        else:
+            s = raw * sc
+            s = torch.tanh(s / cap) * (cap if rescale else 1.0)
+        L = s.size(-1)
+        i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
+        hide = (j > i) | ((j <= i - window) if window else torch.zeros(L, L, dtype=torch.bool))
+        return torch.softmax(s.masked_fill(hide, float("-inf")), -1) @ v
+    return attn
+
+
+WQ16, WK16 = torch.from_numpy(1 + 0.3 * RNG.standard_normal(16)), torch.from_numpy(1 + 0.3 * RNG.standard_normal(16))
+WQ64, WK64 = torch.from_numpy(1 + 0.3 * RNG.standard_normal(64)), torch.from_numpy(1 + 0.3 * RNG.standard_normal(64))
+OLMO2 = Recipe(qk_norm="rms", qk_norm_axis="projection", q_norm_weight=WQ64.numpy(), k_norm_weight=WK64.numpy(),
+               head_dim=16, n_heads=4)
+QWEN3 = Recipe(qk_norm="rms", q_norm_weight=WQ16.numpy(), k_norm_weight=WK16.numpy(), head_dim=16, q_per_kv=2)
+GEMMA2_LOCAL = Recipe(scale=144 ** -0.5, softcap=50.0, window=4096)
+GEMMA2_CAP = Recipe(scale=144 ** -0.5, softcap=50.0)
+GPT_OSS = Recipe(sinks=SINKS, n_heads=4, q_per_kv=2)
+
+
+def sdpa_port(**kw):
+    return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kw)
+
+
+MODELS = {  # name: (candidate, recipe, check_port keywords, expected mistake or None)
+    "falcon-rw own code": (falcon_rw_eager, Recipe(alibi=True, bias_scaled=True), {}, None),
+    "falcon-rw checked as bloom": (falcon_rw_eager, Recipe(alibi=True), {}, "alibi_scaled"),
+    "falcon-rw port, bias after the scale": (bloom_eager, Recipe(alibi=True, bias_scaled=True), {},
+                                             "alibi_not_scaled"),
+    "bloom own code": (bloom_eager, Recipe(alibi=True), {}, None),
+    "olmo2 own code": (olmo2_core(WQ64, WK64, 4), OLMO2, {}, None),
+    "olmo2 per-head port": (olmo2_core(WQ64, WK64, 4, per_head=True), OLMO2, {}, "qk_norm_per_head"),
+    "olmo2 port without the weight": (olmo2_core(WQ64, WK64, 4, weight=False), OLMO2, {},
+                                      "qk_norm_weight_missing"),
+    "qwen3 own code": (qwen3_core(WQ16, WK16), QWEN3, {}, None),
+    "qwen3 heads tiled": (qwen3_core(WQ16, WK16, tiled=True), QWEN3, {}, "gqa_mapping"),
+    "gemma2 local layer": (gemma2_local(), GEMMA2_LOCAL, {}, None),
+    "gemma2 local layer, no window": (gemma2_local(window=None), GEMMA2_LOCAL, {}, "window_missing"),
+    "gemma2 forgot the final x cap": (gemma2_local(window=None, rescale=False), GEMMA2_CAP, {},
+                                      "softcap_no_rescale"),
+    "gemma2 cap on raw scores": (gemma2_local(window=None, cap_raw=True), GEMMA2_CAP, {}, "scale_after_cap"),
+    "gemma2 cap 30": (gemma2_local(window=None, cap=30.0), GEMMA2_CAP, {}, "softcap_value"),
+    "window off by one": (gemma2_local(window=5, cap=None, scaling=None), Recipe(window=4), {},
+                          "window_off_by_one"),
+    "gpt-oss own code": (gpt_oss_eager(SINKS), GPT_OSS, {}, None),
+    "gpt-oss without sinks": (sdpa_port(is_causal=True, enable_gqa=True), GPT_OSS, {}, "sink_missing"),
+    "is_causal with a cache": (sdpa_port(is_causal=True), Recipe(), {"cache": True}, "causal_top_left"),
+    "causal_lower_right with a cache": (
+        lambda q, k, v: F.scaled_dot_product_attention(
+            q, k, v, attn_mask=__import__("torch.nn.attention.bias", fromlist=["x"]).causal_lower_right(
+                q.size(-2), k.size(-2))), Recipe(), {"cache": True}, None),
+    "kernel hard-coding 1/sqrt(128)": (sdpa_port(is_causal=True, scale=128 ** -0.5), Recipe(head_dim=128), {},
+                                       None),
+    "(B, L, H, D) function": (lambda q, k, v: sdpa_port(is_causal=True)(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2), Recipe(), {"layout": "BLHD"},
+        None),
+}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_released_models_and_their_ports(name):
+    fn, recipe, kw, mistake = MODELS[name]
+    report = lib.check_port(fn, recipe, backend="torch", **kw)
+    assert report.mistake == mistake, report.message
+    if mistake == "softcap_value":
+        assert report.factor == pytest.approx(30.0, rel=1e-3)
+
+
+def test_what_a_run_did_not_exercise_is_said():
+    r = lib.check_port(sdpa_port(is_causal=True), Recipe(window=100_000), backend="torch")
+    assert r.ok and len(r.untested) == 2 and "100000" in r.message and "cache=True" in r.message
+    assert lib.check_port(sdpa_port(is_causal=True), Recipe(), backend="torch", cache=True).untested == ()
+
+
+def test_layout_verdict_rests_on_common_inputs():
+    """The forgotten × cap is a nonlinear mistake: its best single factor differs between draws.
+    The layout cases share their inputs, so it is not mistaken for a layout bug (review L-O1)."""
+    for seed in range(3):
+        r = lib.check_port(gemma2_local(window=None, rescale=False), GEMMA2_CAP, backend="torch", seed=seed)
+        assert r.mistake == "softcap_no_rescale", r.message
+
+
+def test_new_fields_refuse_bad_values():
+    with pytest.raises(ValueError, match="qk_norm_axis"):
+        Recipe(qk_norm="rms", qk_norm_axis="heads")
+    with pytest.raises(ValueError, match="head_dim"):
+        Recipe(qk_norm="rms", q_norm_weight=[1.0] * 16)
+    with pytest.raises(ValueError, match="needs 64"):
+        Recipe(qk_norm="rms", qk_norm_axis="projection", q_norm_weight=[1.0] * 16, head_dim=16, n_heads=4)
+    with pytest.raises(ValueError, match="alibi=True"):
+        Recipe(bias_scaled=True)
+    with pytest.raises(ValueError, match="n_heads"):
+        Recipe(sinks=(0.1, 0.2))
+    with pytest.raises(ValueError, match="multiple of q_per_kv"):
+        Recipe(n_heads=6, q_per_kv=4)
+    with pytest.raises(ValueError, match="layout"):
+        lib.check_port(lambda q, k, v: v, layout="BSHD")

@@ -163,3 +163,82 @@ def test_functions_for_2d_inputs_are_probed_in_2d():
     assert report.ok and report.batch_dims == ()
     seq = lambda q, k, v: softmax(q @ k.T / math.sqrt(q.shape[0])) @ v  # noqa: E731
     assert lib.infer_scale(seq).verdict == "sequence_length"
+
+
+# --- issue 35: correct code the probe cannot read must not get a confident wrong verdict ------------
+
+def _slopes(h):
+    p = 2 ** math.floor(math.log2(h))
+    return [2 ** (-8 * (n + 1) / p) for n in range(p)] + [2 ** (-4 * (2 * n + 1) / p) for n in range(h - p)]
+
+
+def bloom_alibi(q, k, v):
+    """BLOOM: ALiBi (slope · key position) added after 1/√d (``baddbmm(alibi, q, kᵀ, alpha=1/√d)``)."""
+    h = q.size(1)
+    alibi = torch.tensor(_slopes(h), dtype=q.dtype)[:, None, None] * torch.arange(k.size(-2), dtype=q.dtype)
+    return torch.softmax(alibi + q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), -1) @ v
+
+
+def gpt_oss_sink(q, k, v, sink=0.7):
+    """gpt-oss: one more logit per head in the softmax, dropped after it (transformers
+    models/gpt_oss/modeling_gpt_oss.py at 00d4b3d)."""
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    both = torch.cat([s, torch.full((*s.shape[:-1], 1), sink, dtype=s.dtype)], -1)
+    return torch.softmax(both, -1)[..., :-1] @ v
+
+
+def qwen3_norm(q, k, v):
+    """Qwen 3: RMSNorm of each head's q and k (with a learned weight; ones here), then SDPA."""
+    w = torch.linspace(0.8, 1.2, q.size(-1), dtype=q.dtype)
+    return F.scaled_dot_product_attention(F.rms_norm(q, (q.size(-1),), w, eps=1e-6),
+                                          F.rms_norm(k, (k.size(-1),), w, eps=1e-6), v)
+
+
+def flash_layout(q, k, v):
+    """A correct function for (B, L, h, d) inputs, the layout of flash-attn, xformers and JAX."""
+    s = torch.einsum("blhd,bshd->bhls", q, k) / math.sqrt(q.size(-1))
+    return torch.einsum("bhls,bshd->blhd", torch.softmax(s, -1), v)
+
+
+def hf_eager_bf16(q, k, v):
+    """Hugging Face's eager attention run in bfloat16 (softmax in float32, cast back)."""
+    q, k, v = q.bfloat16(), k.bfloat16(), v.bfloat16()
+    w = torch.softmax(q @ k.transpose(-2, -1) * q.size(-1) ** -0.5, -1, dtype=torch.float32).to(q.dtype)
+    return w @ v
+
+
+def test_correct_code_outside_the_probes_assumptions():
+    r = lib.infer_scale(bloom_alibi, backend="torch")
+    assert r.verdict == "additive" and "ALiBi" in r.message, r.message
+    r = lib.infer_scale(gpt_oss_sink, backend="torch")
+    assert r.ok and r.sink and r.weight_sum < 1, r.message
+    r = lib.infer_scale(qwen3_norm, backend="torch")
+    assert r.verdict == "normalised" and "norm" in r.message, r.message
+    r = lib.infer_scale(flash_layout, backend="torch")
+    assert r.ok and r.layout == "BLHD" and r.scale == pytest.approx(0.25, rel=1e-6), r.message
+    r = lib.infer_scale(hf_eager_bf16, backend="torch")
+    assert r.ok and r.rtol == 0.02, r.message
+    r = lib.infer_scale(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), backend="torch", dtype="float16")
+    assert r.ok and r.rtol == 0.02, r.message
+
+
+def test_sink_and_layout_do_not_hide_the_scale_mistakes():
+    twice_sink = lambda q, k, v: gpt_oss_sink(q / math.sqrt(q.size(-1)), k, v)  # noqa: E731
+    r = lib.infer_scale(twice_sink, backend="torch")
+    assert r.verdict == "double" and r.sink, r.message
+    flash_twice = lambda q, k, v: flash_layout(q / math.sqrt(q.size(-1)), k, v)  # noqa: E731
+    r = lib.infer_scale(flash_twice, backend="torch")
+    assert r.verdict == "double" and r.layout == "BLHD", r.message
+    after = lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1), -1) @ v * 0.5  # noqa: E731
+    assert lib.infer_scale(after, backend="torch").verdict == "after_softmax"
+
+
+def test_measure_scale_reads_every_slice():
+    """Review L-W1: a scale that depends on the head must not be read off the first slice alone."""
+    from lib.experiments.port_check import measure_scale
+
+    per_head = lambda q, k, v: torch.softmax(  # noqa: E731
+        q @ k.transpose(-2, -1) * (torch.arange(q.size(1), dtype=q.dtype)[:, None, None] + 1) / 4, -1) @ v
+    with pytest.raises(ValueError, match="slices"):
+        measure_scale(per_head, 16, 4, 6, 4.0, (2, 3), "torch")
+    assert lib.infer_scale(per_head, backend="torch").verdict == "batch_axes"
