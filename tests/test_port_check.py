@@ -441,6 +441,13 @@ def test_released_models_and_their_ports(name):
         assert report.factor == pytest.approx(30.0, rel=1e-3)
 
 
+def test_gemma2_eager_passes_in_both_half_precisions():
+    """Review 12-N2: Hugging Face's eager Gemma 2 core passes in bfloat16 and in float16."""
+    rec = Recipe(scale=144 ** -0.5, softcap=50.0, dtypes=("float16", "bfloat16"))
+    r = lib.check_port(gemma2_eager, rec, backend="torch")
+    assert r.ok and {"base (float16)", "base (bfloat16)"} <= set(r.errors), r.message
+
+
 def test_what_a_run_did_not_exercise_is_said():
     r = lib.check_port(sdpa_port(is_causal=True), Recipe(window=100_000), backend="torch")
     assert r.ok and len(r.untested) == 2 and "100000" in r.message and "cache=True" in r.message
