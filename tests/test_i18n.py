@@ -275,3 +275,50 @@ def test_code_messages_leave_the_pot_when_the_code_drops_them(tmp_path, monkeypa
     shown["lib"] = ["kept", "new"]
     messages.add_code_messages()
     assert sorted(e.msgid for e in polib.pofile(str(tmp_path / "lib.pot"))) == ["kept", "new", "prose, not code"]
+
+
+def test_a_prose_entry_that_code_also_shows_is_flagged_and_kept(tmp_path, monkeypatch):
+    """A page whose prose and code both say "step" has one catalog entry; it must carry the code flag,
+    or lib.tr ranks it with every other page's prose "step" (issue 39: a figure label took another
+    page's table header). When the code stops showing it, the flag goes and the prose entry stays."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import messages
+
+    monkeypatch.setattr(messages, "POT", tmp_path)
+    (tmp_path / "book").mkdir()
+    pot = polib.POFile()
+    pot.append(polib.POEntry(msgid="step", msgstr="", occurrences=[("../book/page.md", "3")]))
+    pot.save(str(tmp_path / "book" / "page.pot"))
+    shown = {"book/page": ["step"]}
+    monkeypatch.setattr(messages, "code_messages_by_catalog", lambda: shown)
+    messages.add_code_messages()
+    entry = polib.pofile(str(tmp_path / "book" / "page.pot")).find("step")
+    assert entry.comment == messages.CODE_FLAG
+    shown["book/page"] = []
+    messages.add_code_messages()
+    entry = polib.pofile(str(tmp_path / "book" / "page.pot")).find("step")
+    assert entry is not None and entry.comment == ""
+
+
+def test_every_page_shows_its_own_translation_of_what_its_code_says():
+    """Strings code shows are looked up book-wide: a message that two pages translate differently would
+    show the other page's words on one of them. Every tr() message of a page must come out as that
+    page's own translation (or lib's, which every page shares)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import messages
+
+    folder = Path(__file__).resolve().parents[1] / "locales" / "ja" / "LC_MESSAGES"
+    shared = i18n.catalog("ja")
+    lib_po = i18n.read_po(folder / "lib.po")
+    wrong = []
+    for domain, msgs in messages.code_messages_by_catalog().items():
+        own = i18n.read_po(folder / f"{domain}.po")
+        for m in dict.fromkeys(msgs):
+            want = lib_po.get(m) or own.get(m)
+            if want and shared.get(m) != want:
+                wrong.append((domain, m, want, shared.get(m)))
+    assert not wrong, wrong

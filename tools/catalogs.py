@@ -72,6 +72,14 @@ def update() -> int:
             po = polib.pofile(str(po_path), wrapwidth=0)
             for e in [e for e in po if e.obsolete]:
                 po.remove(e)
+            # sphinx-intl leaves an existing entry's extracted comment as it was: copy the .pot's, so an
+            # entry that code came to show (or stopped showing) carries the code flag as the .pot does
+            pot_path = POT / po_path.relative_to(LOCALES / lang / "LC_MESSAGES").with_suffix(".pot")
+            if pot_path.is_file():
+                flags = {e.msgid: e.comment for e in polib.pofile(str(pot_path))}
+                for e in po:
+                    if e.msgid in flags:
+                        e.comment = flags[e.msgid]
             po.save(str(po_path))
     print(check(verbose=False))
     return 0

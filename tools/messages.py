@@ -54,13 +54,17 @@ def add_code_messages() -> None:
             pot.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
         current = set(msgs)
         for stale in [e for e in pot if e.comment == CODE_FLAG and e.msgid not in current]:
-            pot.remove(stale)
-        known = {e.msgid for e in pot}
+            if stale.occurrences:       # the page's prose has it too: only the flag goes
+                stale.comment = ""
+            else:
+                pot.remove(stale)
+        known = {e.msgid: e for e in pot}
         for m in dict.fromkeys(msgs):
-            if m in known:
+            if m in known:              # also in the prose: flag it, so that lib.tr prefers this
+                known[m].comment = CODE_FLAG   # page's translation to a prose-only one elsewhere
                 continue
-            pot.append(polib.POEntry(msgid=m, msgstr="", comment=CODE_FLAG))
-            known.add(m)
+            known[m] = polib.POEntry(msgid=m, msgstr="", comment=CODE_FLAG)
+            pot.append(known[m])
         path.parent.mkdir(parents=True, exist_ok=True)
         pot.save(str(path))
 
