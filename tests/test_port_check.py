@@ -477,3 +477,37 @@ def test_new_fields_refuse_bad_values():
         Recipe(n_heads=6, q_per_kv=4)
     with pytest.raises(ValueError, match="layout"):
         lib.check_port(lambda q, k, v: v, layout="BSHD")
+
+
+def llama4_temperature(pos):
+    """Llama 4's NoPE-layer temperature (transformers models/llama4/modeling_llama4.py at 63210d0:
+    log(floor((cache_position + 1) / floor_scale) + 1) * attn_scale + 1, floor_scale 8192, attn_scale 0.1)."""
+    return np.log(np.floor((np.asarray(pos, dtype=float) + 1.0) / 8192) + 1.0) * 0.1 + 1.0
+
+
+def llama4_nope_core(temperature=True):
+    """A NoPE layer of Llama 4 in the style of its code: q times the temperature of its position (the
+    queries are the last positions of the cache), then SDPA with the default scale, bottom-right causal."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    def attn(q, k, v):
+        L, S = q.size(-2), k.size(-2)
+        if temperature:
+            pos = torch.arange(S - L, S, dtype=torch.float64)
+            scales = torch.log(torch.floor((pos + 1.0) / 8192) + 1.0) * 0.1 + 1.0
+            q = q * scales.to(q.dtype)[:, None]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(L, S))
+    return attn
+
+
+def test_position_dependent_factor_on_q():
+    q = RNG.standard_normal((1, 2, 3, 16))
+    k, v = RNG.standard_normal((1, 2, 8200, 16)), RNG.standard_normal((1, 2, 8200, 4))
+    rec = Recipe(q_position_factor=llama4_temperature)
+    want = llama4_nope_core()(t(q), t(k), t(v)).numpy()
+    np.testing.assert_allclose(lib.reference_attention(q, k, v, rec), want, rtol=1e-9, atol=1e-11)
+    assert lib.check_port(llama4_nope_core(), rec, backend="torch", cache=True).ok
+    r = lib.check_port(llama4_nope_core(temperature=False), rec, backend="torch", cache=True)
+    assert r.mistake == "position_factor_missing", r.message
+    r = lib.check_port(llama4_nope_core(temperature=False), rec, backend="torch")
+    assert r.ok and any("8191" in u for u in r.untested), r.untested

@@ -28,10 +28,13 @@ What a recipe can say (each field is tested against PyTorch's SDPA with an expli
 - the checkpoint's own head width and head count (``head_dim``, ``n_heads``), so that a kernel built
   for them is checked at them.
 
-Not expressible, so check such a port against the model's own code on real inputs: a factor that
-depends on the position (Llama 4's temperature on its NoPE layers), a window that changes from layer
-to layer (write one recipe per kind of layer), relative-position scores other than ALiBi, and
-anything applied after the softmax.
+- a factor on q that depends on the query's position (Llama 4's temperature on its NoPE layers,
+  ``log(floor((pos + 1) / 8192) + 1) · 0.1 + 1``, Hugging Face transformers
+  ``models/llama4/modeling_llama4.py`` at 63210d0); :func:`check_port` exercises it with ``cache=True``.
+
+Not expressible, so check such a port against the model's own code on real inputs: a window that
+changes from layer to layer (write one recipe per kind of layer), chunked attention, relative-position
+scores other than ALiBi, and anything applied after the softmax.
 
 The probe inputs have a batch axis and a head axis (B, h, L, d) with B and h greater than one; the
 layout cases share their inputs (common random numbers), so a finding that the output changes with
@@ -92,6 +95,8 @@ class Recipe:
     ``causal``: mask keys after the query; queries are the *last* positions when there are fewer
     queries than keys. ``window``: a query sees ``window`` keys, itself included.
     ``q_per_kv``: query heads per key/value head (GQA; MQA when it equals the head count).
+    ``q_position_factor``: a function of the queries' positions (an int array, 0 for the first position)
+    giving a factor on each query (Llama 4's temperature), or ``None``.
     ``head_dim``, ``n_heads``: the checkpoint's head width and query head count; when given,
     :func:`check_port` uses them instead of its synthetic widths and head counts.
     ``dtypes``: the dtypes the model runs in; :func:`check_port` also runs the candidate in each
@@ -111,6 +116,7 @@ class Recipe:
     causal: bool = True
     window: int | None = None
     q_per_kv: int = 1
+    q_position_factor: Callable[[np.ndarray], np.ndarray] | None = None
     head_dim: int | None = None
     n_heads: int | None = None
     dtypes: tuple = ("float32",)
@@ -139,6 +145,8 @@ class Recipe:
             val = getattr(self, name)
             if val is not None and not (isinstance(val, int) and not isinstance(val, bool) and val >= 1):
                 raise ValueError(f"Recipe.{name} must be None or a positive int; got {val!r}")
+        if self.q_position_factor is not None and not callable(self.q_position_factor):
+            raise TypeError("Recipe.q_position_factor must be None or a function of the positions")
         if not (isinstance(self.q_per_kv, int) and self.q_per_kv >= 1):
             raise ValueError(f"Recipe.q_per_kv must be a positive int; got {self.q_per_kv!r}")
         if self.n_heads is not None and self.n_heads % self.q_per_kv:
@@ -293,6 +301,8 @@ def _reference(q, k, v, recipe, variant, first):
             k, v = np.tile(k, reps), np.tile(v, reps)
         else:
             k, v = np.repeat(k, g, axis=-3), np.repeat(v, g, axis=-3)
+    if recipe.q_position_factor is not None:
+        q = q * position_factors(recipe, np.arange(first, first + L))[:, None]
     m = recipe.qk_factor
     raw = (q * m) @ np.swapaxes(k * m, -1, -2)
     scale = recipe.scale_at(d)
@@ -342,6 +352,22 @@ def _reference(q, k, v, recipe, variant, first):
     if recipe.sinks is not None:
         w = w[..., :-1]
     return w @ v
+
+
+def position_factors(recipe, positions):
+    """``recipe.q_position_factor`` at ``positions``, checked: one finite number per position."""
+    f = np.asarray(recipe.q_position_factor(np.asarray(positions)), dtype=float)
+    f = np.broadcast_to(f, np.shape(positions)) if f.ndim == 0 else f
+    if f.shape != np.shape(positions) or not np.isfinite(f).all():
+        raise ValueError(f"Recipe.q_position_factor must return one finite number per position; got shape {f.shape}")
+    return f
+
+
+def _first_change(recipe, horizon=1 << 17):
+    """The first position whose factor differs from position 0's (None: none up to ``horizon``)."""
+    f = position_factors(recipe, np.arange(horizon))
+    moved = np.nonzero(np.abs(f - f[0]) > 1e-9 * max(1.0, abs(f[0])))[0]
+    return int(moved[0]) if moved.size else None
 
 
 def _recipe(recipe):
@@ -553,13 +579,16 @@ def _cases(recipe, seed, cache):
         cases["beyond the window"] = _draw(recipe, 1, hw, w + 8, w + 8, d, "plain", rng)
     if cache:
         cases["cache"] = _draw(recipe, BASE_B, hk, CACHE_L, CACHE_S, d, "plain", rng)
+        p = _first_change(recipe) if recipe.q_position_factor is not None else None
+        if p is not None and p + 8 > LONG_L:   # queries past the position where the factor changes
+            cases["late positions"] = _draw(recipe, 1, hw, CACHE_L, p + 8, d, "plain", rng)
         if w is not None and w + 8 > CACHE_S:
             cases["cache beyond the window"] = _draw(recipe, 1, hw, CACHE_L, w + 8, d, "plain", rng)
     return cases
 
 
 #: The cases too long to recompute for every candidate mistake (the diagnosis uses them last).
-_LONG_CASES = ("beyond the window", "cache beyond the window")
+_LONG_CASES = ("beyond the window", "cache beyond the window", "late positions")
 
 
 def _mutations(recipe):
@@ -595,6 +624,8 @@ def _mutations(recipe):
             out.append((var, lambda x: x, var))
     if r.sinks is not None:
         out.append(("sink_missing", lambda x: replace(x, sinks=None), None))
+    if r.q_position_factor is not None:
+        out.append(("position_factor_missing", lambda x: replace(x, q_position_factor=None), None))
     if r.q_per_kv > 1:
         out.append(("gqa_mapping", lambda x: x, "gqa_tiled"))
     if r.causal:
@@ -655,6 +686,7 @@ def _text(code, **f):
         "alibi_reversed": lambda: tr("the ALiBi slopes are in the reverse head order", **f),
         "alibi_one_slope": lambda: tr("every head uses the first ALiBi slope", **f),
         "sink_missing": lambda: tr("the sink logit is missing from the softmax's denominator", **f),
+        "position_factor_missing": lambda: tr("the factor that depends on the query's position is missing", **f),
         "gqa_mapping": lambda: tr("query heads read the wrong key/value head: head i uses i mod (key heads), "
                                   "not i // {g} (repeat instead of repeat_interleave)", **f),
         "mask_missing": lambda: tr("the causal mask is missing: queries see later keys", **f),
@@ -685,6 +717,7 @@ class PortReport(Shown):
     ``"qk_norm_weight_missing"``, ``"softcap_missing"``, ``"softcap_after_mask"``, ``"softcap_no_rescale"``,
     ``"scale_after_cap"``, ``"softcap_value"``, ``"alibi_missing"``, ``"alibi_scaled"``,
     ``"alibi_not_scaled"``, ``"alibi_reversed"``, ``"alibi_one_slope"``, ``"sink_missing"``,
+    ``"position_factor_missing"``,
     ``"gqa_mapping"``, ``"mask_missing"``, ``"causal_top_left"``, ``"window_missing"``,
     ``"window_off_by_one"``, ``"heads_or_batch"``, ``"width_rule"``, ``"sequence_length"``,
     ``"scale_factor"`` (with ``factor``), ``"not_finite"``, ``"shape"``, ``"error"`` or ``"unknown"``);
@@ -782,8 +815,8 @@ def _diagnose(outputs, inputs, recipe, tol, failed):
             if best is not None and best_err <= 10 * tol:
                 break  # a single mistake explains it: do not look for pairs
             singles_done = True
-        if names != short and not ({"window_missing", "window_off_by_one"} & set(combo)):
-            continue  # only the long cases fail: only the window can explain it
+        if names != short and not ({"window_missing", "window_off_by_one", "position_factor_missing"} & set(combo)):
+            continue  # only the long cases fail: only the window or a position factor can explain it
         mine = {n: reference_attention(*inputs[n], rec, variant=var) for n in names}
         if max(_max_err(mine[n], refs[n]) for n in names) <= 10 * tol:
             continue  # this change does not change these cases: it cannot be told apart
@@ -853,6 +886,10 @@ def check_port(candidate: Callable, recipe: Recipe | dict | None = None, *, back
     untested = []
     if recipe.window is not None and recipe.window + 8 > LONG_L and "beyond the window" not in inputs:
         untested.append(tr("the window of {w} keys (too long to run past here)", w=recipe.window))
+    if recipe.q_position_factor is not None:
+        p = _first_change(recipe)
+        if p is not None and "late positions" not in inputs:
+            untested.append(tr("the factor on q past position {p} (pass cache=True)", p=p))
     if not cache:
         untested.append(tr("fewer queries than keys (pass cache=True)"))
     try:
