@@ -38,9 +38,9 @@ scores other than ALiBi, and anything applied after the softmax.
 
 The probe inputs have a batch axis and a head axis (B, h, L, d) with B and h greater than one; the
 layout cases share their inputs (common random numbers), so a finding that the output changes with
-the batch or the heads is a fact about the candidate, not about the draw.  The same runner measures
-the scale a function applies (:func:`lib.infer_scale`, the `real-code` chapter, is built on it:
-``measure_scale``).
+the batch or the heads is a fact about the candidate, not about the draw.  The same runner reads the
+scale a function applies: :func:`lib.infer_scale` (the `real-code` chapter) is built on ``probe``, and
+``measure_scale`` is the one-reading form of it.
 """
 from __future__ import annotations
 
