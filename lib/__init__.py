@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import importlib
 
-from .infra import checks, claims, i18n, timing
+from .infra import bars, checks, claims, i18n, timing
 from .formula import attention, blockwise, fast, metrics, modern, saturation, simulate
 from .experiments import port_check, scale_probe
 from .feedback import display, exercises, progress, selfcheck
@@ -77,6 +77,7 @@ from .feedback.selfcheck import (Verdict, check_array, check_number, check_dot, 
     check_softmax, check_attention_weights)
 from .feedback.display import table
 from .infra.i18n import language, set_language, tr, wrap
+from .infra.bars import progress_bars
 
 __version__ = "0.1.0"
 
@@ -105,10 +106,10 @@ __all__ = [
     'check_attention_function', 'record_progress', 'stop_recording', 'progress_file', 'Verdict',
     'check_array', 'check_number', 'check_dot', 'check_scaled_scores', 'check_softmax',
     'check_attention_weights',
-    "table", "language", "set_language", "tr", "wrap",
+    "table", "language", "set_language", "tr", "wrap", "progress_bars",
     *_LAZY,
     # the modules, by name (lib.claims.check, lib.i18n.wrap, from lib import training, ...)
-    "checks", "claims", "i18n", "timing", "attention", "blockwise", "fast", "metrics", "modern", "saturation",
+    "bars", "checks", "claims", "i18n", "timing", "attention", "blockwise", "fast", "metrics", "modern", "saturation",
     "simulate", "port_check", "scale_probe", "display", "exercises", "progress", "selfcheck", *_LAZY_MODULES,
 ]
 

@@ -19,8 +19,9 @@ Japanese edition, the translated prose. Each chapter gives two notebooks, in
 - ``trainer/NN_topic.ipynb``: the same with the outputs of the build's execution, and the code solutions
   as runnable code cells after their folded text.
 
-In the Japanese edition both start with a folded cell ``lib.set_language("ja")``, so figures and
-self-check verdicts come out in Japanese wherever the notebook runs.
+Both start with a folded cell ``lib.progress_bars(True)`` (a tqdm bar under each cell that trains,
+:mod:`lib.infra.bars`; the HTML book has none), in the Japanese edition after ``lib.set_language("ja")``,
+so figures and self-check verdicts come out in Japanese wherever the notebook runs.
 
 Links between pages become plain text (the notebooks travel without the HTML book), links within the
 page become anchors (``#fig-test-scores-exam``), links to the web stay links. A node this writer does not know
@@ -527,6 +528,12 @@ class _Assembler:
                 self.md.append(text)
 
 
+#: the comments of the first, folded cell, in the notebook's language
+LANGUAGE_COMMENT = {"en": "figures and self-check verdicts in this language",
+                    "ja": "図と自己チェックの判定を日本語で出します"}
+PROGRESS_COMMENT = {"en": "a bar under each cell that trains", "ja": "学習するセルの下に進み具合のバーを出します"}
+
+
 def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
     """The learner's or the trainer's notebook of one chapter."""
     trainer = variant == "trainer"
@@ -534,13 +541,15 @@ def build(app, docname, doctree, source_nb, executed_nb, variant, lang):
 
     head = [nbformat.v4.new_markdown_cell(BANNER[lang].format(kind=KIND[lang][variant],
                                                               extra=EXTRA[lang][variant]))]
+    setup = ["import lib", ""]
     if lang != "en":
-        setup = nbformat.v4.new_code_cell(
-            source=f"import lib\n\nlib.set_language({lang!r})  # figures and self-check verdicts in this language")
-        setup["metadata"] = {"jupyter": {"source_hidden": True}, "tags": ["language"]}
-        if trainer:
-            setup["outputs"] = []
-        head.append(setup)
+        setup.append(f"lib.set_language({lang!r})  # {LANGUAGE_COMMENT.get(lang, LANGUAGE_COMMENT['en'])}")
+    setup.append(f"lib.progress_bars(True)  # {PROGRESS_COMMENT[lang]}")
+    setup = nbformat.v4.new_code_cell(source="\n".join(setup))
+    setup["metadata"] = {"jupyter": {"source_hidden": True}, "tags": ["language", "setup"]}
+    if trainer:
+        setup["outputs"] = []
+    head.append(setup)
     for cell in cells:
         if cell.cell_type == "code":
             cell["source"] = without_book_stack(without_claims(cell["source"]), docname)

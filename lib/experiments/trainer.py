@@ -29,7 +29,8 @@ import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
-from ..infra import claims
+from ..infra import bars, claims
+from ..infra.i18n import tr
 from ..formula.metrics import attention_entropy
 from .task import DATA_SEED_OFFSET, BatchStream, RetrievalBatch, make_retrieval_batch
 
@@ -181,6 +182,7 @@ def _fit(make_model, seeds, arms, batches, steps, optimizer, qk_names, device, k
     cat = lambda ps, k: ps[0][k] if len(ps) == 1 else torch.cat([p[k] for p in ps])   # noqa: E731
     rec = {name: np.empty((n, steps)) for name in RECORDS}
     t0 = time.perf_counter()
+    progress = bars.bar(steps, tr("training steps"))   # draws only in a learner's notebook
     for step in range(steps):
         query, keys, labels, target = (rep(t.to(device)) for t in batches(step))   # (n, B, ...) each
         outs = [f({k: cat(leaves[g0:g1], k) for k in leaves[0]}, *(t[a:b] for t in (query, keys, labels)))
@@ -200,6 +202,8 @@ def _fit(make_model, seeds, arms, batches, steps, optimizer, qk_names, device, k
         rec["loss"][:, step], rec["accuracy"][:, step], rec["grad_q"][:, step], rec["grad_k"][:, step] = stats
         rec["entropy"][:, step] = ent
         opt.step()
+        progress.update(1)
+    progress.close()
     seconds = time.perf_counter() - t0
     back = np.argsort(np.repeat(order, n_s) * n_s + np.tile(np.arange(n_s), len(arms)), kind="stable")
     records = {k: v[back].reshape(len(arms), n_s, steps) for k, v in rec.items()}

@@ -169,6 +169,15 @@ def test_japanese_notebook_sets_its_language(chapter):
     assert 'lib.set_language("ja")' in first_code.source or "lib.set_language('ja')" in first_code.source
 
 
+@pytest.mark.parametrize("lang,chapter", CASES)
+def test_learner_and_trainer_notebooks_turn_the_progress_bars_on_first(lang, chapter):
+    # the cells that train draw a bar only where lib.progress_bars(True) ran (lib/infra/bars.py)
+    for variant in ("learner", "trainer"):
+        first_code = next(c for c in _nb(lang, variant, chapter).cells if c.cell_type == "code")
+        assert "lib.progress_bars(True)" in first_code.source, f"{lang}/{variant}/{chapter}: {first_code.source!r}"
+        assert first_code.metadata.get("jupyter", {}).get("source_hidden"), f"{lang}/{variant}/{chapter}: not folded"
+
+
 JA = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 
 
