@@ -48,7 +48,7 @@ def bar(total: int, desc: str):
     if not _ON:
         return _NoBar()
     try:
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # noqa: PLC0415 - only once a notebook turned the bars on
     except ImportError:
         return _NoBar()
     return tqdm(total=total, desc=desc, leave=False)
