@@ -1,7 +1,8 @@
 """Beyond the toy: a small standard Transformer (two pre-LN layers) on the `training` chapter's retrieval task.
 
-The `multi-head` chapter trains it with the scale 1/√d_k and without, at several Adam rates, to see whether
-what the `training` and `tuning` chapters found in a one-layer toy survives in a standard architecture.  Needs torch
+The `block` chapter trains it with the scale 1/√d_k and without, at several Adam rates, and with each of the
+two changes alone, to see whether what the `training` and `tuning` chapters found in a one-layer toy survives
+in a standard architecture.  Needs torch
 (not imported by ``lib/__init__``); use ``from lib import block``.
 
 The model, :class:`RetrievalTransformer`, for one sequence of the task (:func:`lib.task.make_retrieval_batch`):
@@ -41,7 +42,7 @@ from .task import BatchStream, RetrievalBatch, check_seeds
 from .trainer import batches_for, check_arms, check_optimizer, fit
 from .training import Arm, TrainResult
 
-__all__ = ["BlockConfig", "Block", "RetrievalTransformer", "train_blocks"]
+__all__ = ["BlockConfig", "Block", "RetrievalTransformer", "qk_parameter_names", "train_blocks"]
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class Block(nn.Module):
 
 
 class RetrievalTransformer(nn.Module):
-    """The `multi-head` chapter's model (module docstring): embeddings, ``cfg.n_layers`` :class:`Block`, a read-out.
+    """The `block` chapter's model (module docstring): embeddings, ``cfg.n_layers`` :class:`Block`, a read-out.
 
     ``scale=None`` is 1/√d_k with the per-head d_k, ``scale=1.0`` the unscaled model.  ``generator`` draws the
     initial weights (the module docstring's initialisation).
@@ -146,15 +147,26 @@ class RetrievalTransformer(nn.Module):
         return (logits, first) if return_weights else logits
 
 
+def qk_parameter_names(cfg: BlockConfig) -> tuple[str, ...]:
+    """The parameters an arm's ``qk_init`` and ``qk_lr`` act on: every layer's query and key projections,
+    weights and biases; the first two are the first layer's W_Q and W_K, whose gradients are recorded."""
+    names = [f"blocks.{i}.attn.{p}_proj.{w}" for i in range(cfg.n_layers) for w in ("weight", "bias") for p in "qk"]
+    return tuple(sorted(names, key=lambda n: (n.endswith("bias"), not n.startswith("blocks.0."))))
+
+
 def train_blocks(seeds, arms, *, cfg: BlockConfig = BlockConfig(), steps: int = 150, batch_size: int = 32,
                  optimizer: str = "adam", device=None, data: BatchStream | None = None
                  ) -> list[list[TrainResult]]:
     """Train one :class:`RetrievalTransformer` per (arm, seed) side by side, as :func:`lib.training.train_grid`
     trains the toy (both with :func:`lib.trainer.fit`).
 
-    ``arms``: a sequence of :class:`lib.training.Arm` (or learning rates); only ``lr`` and ``scale`` are
-    used (``scale=None`` is 1/√d_k with the per-head d_k, 1.0 the unscaled block), so an arm with
-    ``qk_init`` or ``qk_lr`` other than 1 is refused.  Each model starts from
+    ``arms``: a sequence of :class:`lib.training.Arm` (or learning rates): ``scale=None`` is 1/√d_k with the
+    per-head d_k, 1.0 the unscaled block; ``qk_init`` multiplies the query and key projections of **every**
+    layer (weights and biases) at the start, and those projections learn at ``lr · qk_lr``, as
+    :func:`lib.training.train_grid` treats the toy's W_Q and W_K.  With the factors of
+    :func:`lib.training.unscaled_equivalent` for the per-head d_k, the scaled block computes and learns what
+    the unscaled one does (``tests/test_block.py`` checks it by training); each factor alone is one of the
+    two changes.  Each model starts from
     ``RetrievalTransformer(cfg, generator=torch.Generator().manual_seed(seed))``, sees its seed's batches
     (those of ``lib.task.batch_stream``, the same for every arm) and has its own state in PyTorch's
     ``torch.optim.Adam`` (or ``SGD``).  Nothing mixes the models, so a model's record does not depend on which
@@ -162,7 +174,8 @@ def train_blocks(seeds, arms, *, cfg: BlockConfig = BlockConfig(), steps: int = 
 
     Returns ``results[i][j]`` for ``arms[i]``, ``seeds[j]``: a :class:`lib.training.TrainResult` whose
     ``d_k`` is the per-head d_k, ``grad_q`` and ``grad_k`` the norms of the first layer's ∂loss/∂W_Q and
-    ∂loss/∂W_K, ``entropy`` the mean entropy of the first layer's attention in the query's row (ln(S + 1)
+    ∂loss/∂W_K (in the arm's coordinates: with ``qk_init = c`` they are 1/c of the plain model's at the same
+    scores), ``entropy`` the mean entropy of the first layer's attention in the query's row (ln(S + 1)
     is uniform), and ``model`` the trained module.
     """
     if not isinstance(cfg, BlockConfig):
@@ -170,20 +183,22 @@ def train_blocks(seeds, arms, *, cfg: BlockConfig = BlockConfig(), steps: int = 
     steps, batch_size = positive_int("steps", steps), positive_int("batch_size", batch_size)
     seeds = check_seeds(seeds)
     arms = check_arms(arms, Arm)
-    bad = [a for a in arms if a.qk_init != 1.0 or a.qk_lr != 1.0]
-    if bad:
-        raise ValueError(f"train_blocks trains plain arms (qk_init = qk_lr = 1); got {bad}")
     optimizer = check_optimizer(optimizer)
     task = dict(batch_size=batch_size, n_keys=cfg.n_keys, d_in=cfg.d_in, n_classes=cfg.n_classes, noise=cfg.noise)
     batches = batches_for(seeds, steps, data, **task)
     device = torch.device("cpu") if device is None else torch.device(device)
 
-    def make_model(seed, arm):
-        return RetrievalTransformer(cfg, scale=arm.scale, generator=torch.Generator().manual_seed(claims.seed(seed)))
+    def make_model(seed, arm):      # seed's initial weights; every layer's q and k projections times qk_init
+        m = RetrievalTransformer(cfg, scale=arm.scale, generator=torch.Generator().manual_seed(claims.seed(seed)))
+        if arm.qk_init != 1.0:
+            with torch.no_grad():
+                for name in qk:
+                    m.get_parameter(name).mul_(arm.qk_init)
+        return m
 
-    qk = ("blocks.0.attn.q_proj.weight", "blocks.0.attn.k_proj.weight")
+    qk = qk_parameter_names(cfg)
     rec, models, seconds = fit(make_model, seeds, arms, batches, steps=steps, optimizer=optimizer, qk_names=qk,
                                device=device, keep_models=True)
     return [[TrainResult(d_k=cfg.d_k, scale=arm.scale, optimizer=optimizer, seed=s, seconds=seconds,
-                         model=models[i][j], lr=arm.lr, **{key: val[i, j].copy() for key, val in rec.items()})
+                         model=models[i][j], lr=arm.lr, qk_init=arm.qk_init, qk_lr=arm.qk_lr, **{key: val[i, j].copy() for key, val in rec.items()})
              for j, s in enumerate(seeds)] for i, arm in enumerate(arms)]
