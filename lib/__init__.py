@@ -30,7 +30,7 @@ chapters that use a module are named by their labels, e.g. ``variance`` for ``bo
     ``trainer``     ``fit``: one trainer for a grid of (arm, seed) ``nn.Module``s with ``torch.func``
     ``training``    the one-layer toy model ``AttentionRetriever``, ``train_grid``, what is measured on it
                     (training, tuning; torch)
-    ``block``       ``RetrievalTransformer``: a small standard pre-LN Transformer on the same task (multi-head)
+    ``block``       ``RetrievalTransformer``: a small standard pre-LN Transformer on the same task (block)
     ``port_check``  ``Recipe``, ``reference_attention``, ``check_port``: a port against its checkpoint's recipe
                     (porting; shows its report with ``feedback.display``)
     ``scale_probe`` ``infer_scale``: measure the scale an attention function applies (real-code)

@@ -6,7 +6,7 @@ ln ``n_classes``.  A model that does not use the query can still beat chance a l
 labels that occur most often among the keys: the best any such predictor can do is
 :func:`label_count_baselines` (about 1.83 nats for 16 keys and 8 classes, against ln 8 ≈ 2.08).
 
-The `training` and `tuning` chapters train a one-layer model on it (:mod:`lib.training`), the `multi-head`
+The `training` and `tuning` chapters train a one-layer model on it (:mod:`lib.training`), the `block`
 chapter a small standard Transformer (:mod:`lib.block`), both with :func:`lib.trainer.fit`.  Needs torch.
 """
 from __future__ import annotations

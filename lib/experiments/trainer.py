@@ -1,7 +1,7 @@
 """One trainer for a grid of independent models: every (arm, seed) of a ``torch.nn.Module``, side by side.
 
 Both training experiments of the book use it: the one-layer toy of the `training` and `tuning` chapters
-(:class:`lib.training.AttentionRetriever`) and the small standard Transformer of the `multi-head` chapter
+(:class:`lib.training.AttentionRetriever`) and the small standard Transformer of the `block` chapter
 (:class:`lib.block.RetrievalTransformer`).  Needs torch; ``from lib import trainer``.
 
 How it works, with PyTorch's own tools (``torch.func``):
