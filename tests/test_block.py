@@ -215,6 +215,26 @@ def test_recorded_entropy_is_the_first_layers_query_row():
     assert r.entropy[0] == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.parametrize("scale", [None, 1.0])
+def test_first_scores_are_pytorchs_first_layer_scores(scale):
+    """RetrievalTransformer.first_scores: their softmax is the attention of PyTorch's own first layer (every
+    head, every row), and the query's row is the weights the forward pass returns."""
+    cfg = block.BlockConfig(d_model=32, n_keys=4)
+    m = _model(cfg, 3, scale=scale)
+    query, keys, labels, _ = _batch(1, batch_size=8, cfg=cfg)
+    b = _as_batch(query, keys, labels)
+    with torch.no_grad():
+        s = m.first_scores(b)
+        ref = TorchReference(m, q_factor=1.0 if scale is None else math.sqrt(cfg.d_k)).layers[0]
+        h = torch.cat([m.embed(query[:, None]) + m.query_embed, m.embed(keys) + m.label_embed(labels)], dim=1)
+        a = ref.norm1(h)
+        _, w_torch = ref.self_attn(a, a, a, need_weights=True, average_attn_weights=False)
+        _, w_ours = m(b, return_weights=True)
+    assert s.shape == (8, cfg.n_heads, cfg.n_keys + 1, cfg.n_keys + 1)
+    torch.testing.assert_close(torch.softmax(s, -1), w_torch)
+    torch.testing.assert_close(torch.softmax(s, -1)[:, :, 0], w_ours)
+
+
 @pytest.mark.parametrize("kwargs, error", [
     (dict(d_model=63, n_heads=2), ValueError), (dict(n_heads=0), ValueError), (dict(n_classes=1), ValueError),
     (dict(noise=-1.0), ValueError), (dict(d_model=64.0), TypeError)])

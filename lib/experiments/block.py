@@ -37,6 +37,7 @@ from torch import nn
 
 from ..infra import claims
 from ..infra.checks import positive_int
+from ..formula.attention import split_heads
 from ..formula.mha import MultiHeadAttention
 from .task import BatchStream, RetrievalBatch, check_seeds
 from .trainer import batches_for, check_arms, check_optimizer, fit
@@ -129,16 +130,30 @@ class RetrievalTransformer(nn.Module):
             normal(blk.mlp[2], blk.mlp[2].in_features)
         normal(self.head, self.cfg.d_model)
 
-    def forward(self, batch: RetrievalBatch, *, return_weights: bool = False):
-        """Logits (B, n_classes); with ``return_weights=True`` also the first layer's attention weights of the
-        query's row, (B, n_heads, S + 1) (the query attends to itself and to every key)."""
+    def tokens(self, batch: RetrievalBatch) -> torch.Tensor:
+        """The input tokens, (B, S + 1, d_model): the query's first, then one per key (module docstring)."""
         query, keys, labels = batch.query, batch.keys, batch.labels   # (B, 1, d_in), (B, S, d_in), (B, S)
         if query.ndim != 3 or keys.ndim != 3 or query.shape[1:] != (1, self.cfg.d_in) \
                 or keys.shape[-1] != self.cfg.d_in or labels.shape != keys.shape[:2]:
             raise ValueError(f"expected query (B, 1, {self.cfg.d_in}), keys (B, S, {self.cfg.d_in}), labels (B, S); got "
                              f"query {tuple(query.shape)}, keys {tuple(keys.shape)}, labels {tuple(labels.shape)}")
-        x = torch.cat([self.embed(query) + self.query_embed,
-                       self.embed(keys) + self.label_embed(labels)], dim=1)   # (B, S + 1, d_model)
+        return torch.cat([self.embed(query) + self.query_embed,
+                          self.embed(keys) + self.label_embed(labels)], dim=1)
+
+    def first_scores(self, batch: RetrievalBatch) -> torch.Tensor:
+        """The first layer's attention scores, (B, n_heads, S + 1, S + 1): q·k times the layer's scale (1/√d_k
+        of a head for the scaled model), before the softmax.  ``tests/test_block.py`` checks their softmax
+        against PyTorch's own layer."""
+        blk = self.blocks[0]
+        a = blk.ln_1(self.tokens(batch))
+        q, k = (split_heads(proj(a), self.cfg.n_heads) for proj in (blk.attn.q_proj, blk.attn.k_proj))
+        scale = 1.0 / math.sqrt(self.cfg.d_k) if blk.attn.scale is None else blk.attn.scale
+        return (q @ k.transpose(-1, -2)) * scale
+
+    def forward(self, batch: RetrievalBatch, *, return_weights: bool = False):
+        """Logits (B, n_classes); with ``return_weights=True`` also the first layer's attention weights of the
+        query's row, (B, n_heads, S + 1) (the query attends to itself and to every key)."""
+        x = self.tokens(batch)                                  # (B, S + 1, d_model)
         first = None
         for blk in self.blocks:
             x, w = blk(x, return_weights=True)
