@@ -511,3 +511,56 @@ def test_position_dependent_factor_on_q():
     assert r.mistake == "position_factor_missing", r.message
     r = lib.check_port(llama4_nope_core(temperature=False), rec, backend="torch")
     assert r.ok and any("8191" in u for u in r.untested), r.untested
+
+
+def split_kv_sink(sinks, splits=2, seed_twice=False, sink_base2_unconverted=False):
+    """A split-KV kernel in base 2, written from the description of rocm-libraries issue 12227: the
+    keys in ``splits`` parts, each part's (max, sum, output) in base-2 units (scores times
+    scale·log2 e), merged through their log-sum-exps; the sink seeds the first part's state. With
+    ``seed_twice`` the second part seeds it again (the double count); with
+    ``sink_base2_unconverted`` the sink seeds the base-2 state without its factor log2 e."""
+    log2e = 1 / math.log(2)
+
+    def attn(q, k, v):
+        g = q.size(1) // k.size(1)
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        s2 = q @ k.transpose(-2, -1) * q.size(-1) ** -0.5 * log2e
+        s2 = s2.masked_fill(causal(s2), float("-inf"))
+        sink = torch.tensor(sinks, dtype=s2.dtype).reshape(1, -1, 1, 1).expand(s2.size(0), -1, s2.size(2), 1)
+        sink2 = sink if sink_base2_unconverted else sink * log2e
+        lses, outs = [], []
+        for i, idx in enumerate(torch.arange(k.size(2)).chunk(splits)):
+            part = s2[..., idx]
+            if i == 0 or seed_twice:
+                part = torch.cat([part, sink2], dim=-1)
+            m = part.amax(-1, keepdim=True)
+            m = torch.where(torch.isinf(m), torch.zeros_like(m), m)   # a part with every key masked
+            w = torch.exp2(part - m)
+            total = w.sum(-1, keepdim=True)
+            lses.append(m + torch.log2(total))                           # -inf for an empty part
+            outs.append((w[..., :len(idx)] @ v[..., idx, :]) / total.clamp_min(torch.finfo(total.dtype).tiny))
+        lse = torch.logaddexp2(*lses) if len(lses) == 2 else torch.stack(lses).logsumexp(0)
+        return sum(torch.exp2(l_ - lse) * o for l_, o in zip(lses, outs))
+    return attn
+
+
+@pytest.mark.parametrize("kw, mistake", [({}, None), ({"seed_twice": True}, "sink_twice"),
+                                         ({"sink_base2_unconverted": True}, "sink_units")])
+def test_split_kv_sink_mistakes_are_named(kw, mistake):
+    """A sink counted twice is named sink_twice, one left in natural-log units in a base-2 kernel
+    sink_units; the right merge passes (the candidates are written here from their descriptions)."""
+    report = lib.check_port(split_kv_sink(SINKS, **kw), GPT_OSS, backend="torch")
+    assert report.mistake == mistake, report.message
+
+
+def test_sink_counted_n_times_is_a_sink_larger_by_ln_n():
+    """The identity the book states: n copies of e^s in the denominator are one e^(s + ln n)."""
+    q, k, v = (RNG.standard_normal((1, 4, 5, 8)) for _ in range(3))
+    s = np.concatenate([q @ np.swapaxes(k, -1, -2) / math.sqrt(8),
+                        np.broadcast_to(np.asarray(SINKS).reshape(1, 4, 1, 1), (1, 4, 5, 3))], -1)
+    i, j = np.arange(5)[:, None], np.arange(8)[None, :]
+    s = np.where((j > i) & (j < 5), -np.inf, s)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    out = (w[..., :5] / w.sum(-1, keepdims=True)) @ v
+    want = lib.reference_attention(q, k, v, Recipe(sinks=tuple(x + math.log(3) for x in SINKS), n_heads=4))
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)

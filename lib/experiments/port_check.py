@@ -624,6 +624,11 @@ def _mutations(recipe):
             out.append((var, lambda x: x, var))
     if r.sinks is not None:
         out.append(("sink_missing", lambda x: replace(x, sinks=None), None))
+        # a sink added to the denominator twice is a sink larger by ln 2; a natural-log sink
+        # exponentiated in base 2 (or the reverse) is a sink multiplied by ln 2 (or by log2 e)
+        out.append(("sink_twice", lambda x: replace(x, sinks=_sinks_map(x.sinks, lambda s: s + math.log(2))), None))
+        out.append(("sink_units", lambda x: replace(x, sinks=_sinks_map(x.sinks, lambda s: s * math.log(2))), None))
+        out.append(("sink_units", lambda x: replace(x, sinks=_sinks_map(x.sinks, lambda s: s / math.log(2))), None))
     if r.q_position_factor is not None:
         out.append(("position_factor_missing", lambda x: replace(x, q_position_factor=None), None))
     if r.q_per_kv > 1:
@@ -639,7 +644,13 @@ def _mutations(recipe):
     return out
 
 
+def _sinks_map(sinks, f):
+    """``f`` applied to one sink or to each sink of a tuple."""
+    return tuple(f(s) for s in sinks) if isinstance(sinks, tuple) else f(sinks)
+
+
 _SAME_SCALE = {"default_scale", "no_scale", "scale_twice", "qk_norm_scale_dropped"}
+_SAME_SINK = {"sink_missing", "sink_twice", "sink_units"}
 _SAME_CAP = {"softcap_missing", "softcap_after_mask", "softcap_no_rescale", "scale_after_cap"}
 
 
@@ -652,7 +663,7 @@ def _combinations(recipe):
         for n2, f2, v2 in singles[i + 1:]:
             if v1 is not None and v2 is not None:
                 continue
-            if {n1, n2} <= _SAME_SCALE or {n1, n2} <= _SAME_CAP or n1 == n2:
+            if {n1, n2} <= _SAME_SCALE or {n1, n2} <= _SAME_CAP or {n1, n2} <= _SAME_SINK or n1 == n2:
                 continue  # two changes of the same factor are one change
             try:
                 both = f2(f1(recipe))
@@ -686,6 +697,10 @@ def _text(code, **f):
         "alibi_reversed": lambda: tr("the ALiBi slopes are in the reverse head order", **f),
         "alibi_one_slope": lambda: tr("every head uses the first ALiBi slope", **f),
         "sink_missing": lambda: tr("the sink logit is missing from the softmax's denominator", **f),
+        "sink_twice": lambda: tr("the sink is counted twice in the softmax's denominator (a sink counted n times acts "
+                                 "as one larger by ln n)", **f),
+        "sink_units": lambda: tr("the sink is in the wrong units: a natural-log logit exponentiated in base 2, or "
+                                 "a base-2 one in base e (off by a factor ln 2)", **f),
         "position_factor_missing": lambda: tr("the factor that depends on the query's position is missing", **f),
         "gqa_mapping": lambda: tr("query heads read the wrong key/value head: head i uses i mod (key heads), "
                                   "not i // {g} (repeat instead of repeat_interleave)", **f),
@@ -716,7 +731,8 @@ class PortReport(Shown):
     ``"qk_norm_missing"``, ``"qk_norm_scale_dropped"``, ``"qk_norm_per_head"``, ``"qk_norm_projection"``,
     ``"qk_norm_weight_missing"``, ``"softcap_missing"``, ``"softcap_after_mask"``, ``"softcap_no_rescale"``,
     ``"scale_after_cap"``, ``"softcap_value"``, ``"alibi_missing"``, ``"alibi_scaled"``,
-    ``"alibi_not_scaled"``, ``"alibi_reversed"``, ``"alibi_one_slope"``, ``"sink_missing"``,
+    ``"alibi_not_scaled"``, ``"alibi_reversed"``, ``"alibi_one_slope"``, ``"sink_missing"``, ``"sink_twice"``,
+    ``"sink_units"``,
     ``"position_factor_missing"``,
     ``"gqa_mapping"``, ``"mask_missing"``, ``"causal_top_left"``, ``"window_missing"``,
     ``"window_off_by_one"``, ``"heads_or_batch"``, ``"width_rule"``, ``"sequence_length"``,
