@@ -125,45 +125,42 @@ def test_learner_faces_have_no_key():
         assert not [p for p in learner.rglob("*.ipynb") if "quiz" in p.name]
 
 
-def _chromium():
-    for c in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
-        if c and shutil.which(c):
-            return shutil.which(c)
-    return None
-
-
 @pytest.mark.parametrize("lang", LANGS)
-def test_printed_to_pdf(built, lang, tmp_path):
-    exe = _chromium()
-    if exe is None:
+def test_printed_to_pdf(built, lang):
+    """The build printed both pages to PDF itself: a few A4 pages, no header or footer (no file path,
+    date or page title in the text Chromium adds there), every font embedded, IPAexGothic in Japanese."""
+    import build
+
+    if build.find_chromium() is None:
         if os.environ.get("REQUIRE_BROWSER_TEST"):
             pytest.fail("Chromium not found (apt-get install -y chromium)")
         pytest.skip("Chromium not found (apt-get install -y chromium)")
-    from playwright.sync_api import sync_playwright
-
     pages = {}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, headless=True, chromium_sandbox=False,
-                                     args=["--disable-gpu", "--no-first-run"])
-        try:
-            for name in ("quiz", "quiz_key"):
-                page = browser.new_page()
-                page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
-                           else route.abort())
-                page.goto((built[lang] / f"{name}.html").as_uri())
-                page.wait_for_function("() => !document.querySelector('.MathJax_Preview, mjx-merror') && "
-                                       "document.querySelectorAll('mjx-container').length > 10",
-                                       timeout=30_000)
-                pdf = page.pdf(format="A4", margin={k: "15mm" for k in ("top", "bottom", "left", "right")})
-                (tmp_path / f"{name}.pdf").write_bytes(pdf)
-                pages[name] = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
-                if name == "quiz":
-                    text = page.inner_text("body")
-                    assert "0.99991" not in text and "Full (" not in text
-        finally:
-            browser.close()
+    for name in ("quiz", "quiz_key"):
+        pdf = (built[lang] / f"{name}.pdf").read_bytes()
+        pages[name] = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
+        # every font with a font program (not a Type3 font, whose glyphs are drawn in the PDF itself)
+        # carries it: one /FontFile per such font
+        programs = re.findall(rb"/Subtype\s*/(?:CIDFontType[02]|TrueType|Type1C?|OpenType)\b", pdf)
+        embedded = re.findall(rb"/FontFile[23]?\b", pdf)
+        assert programs and len(embedded) == len(programs), (name, len(programs), len(embedded))
+        assert b"file:" not in pdf and str(built[lang]).encode() not in pdf                 # no header
+        if lang == "ja":
+            assert b"IPAexGothic" in pdf, "the Japanese PDF is not drawn with the page's own font"
     assert 3 <= pages["quiz"] <= 6, pages        # a few pages, with room to write
     assert 1 <= pages["quiz_key"] <= 5, pages
+
+
+def test_japanese_pages_carry_their_font(built):
+    """The Japanese handout shows Japanese without a system font: its CSS serves IPAexGothic."""
+    if "ja" not in built:
+        pytest.skip("no Japanese quiz catalog")
+    css = (built["ja"] / "_static" / "custom.css").read_text(encoding="utf-8")
+    assert "@font-face" in css and "fonts/ipaexg.ttf" in css
+    font = built["ja"] / "_static" / "fonts" / "ipaexg.ttf"
+    assert font.stat().st_size > 1_000_000 and font.read_bytes()[:4] == b"\x00\x01\x00\x00"   # TrueType
+    assert (built["ja"] / "_static" / "fonts" / "IPA_Font_License_Agreement_v1.0.txt").is_file()
+    assert 'href="_static/custom.css' in (built["ja"] / "quiz.html").read_text(encoding="utf-8")
 
 
 def _quiz_minutes() -> dict[str, int]:

@@ -6,7 +6,8 @@
                                          reader's language: the last choice, else the browser's)
     python tools/build.py gettext        messages to translate -> _build/gettext/**/*.pot
     python tools/build.py trainer en|ja  the trainer's quiz     -> _build/trainer/<lang>/quiz.html (the
-                                         learner handout) and quiz_key.html (the answer key)
+                                         learner handout) and quiz_key.html (the answer key), and
+                                         each as a PDF (quiz.pdf, quiz_key.pdf) when Chromium is there
 
 Every HTML build is strict (warnings are errors, nitpicky references, keep going to list them all;
 the pages' claims raise, ``BOOK_CLAIMS=strict``, see ``lib/infra/claims.py``),
@@ -247,9 +248,75 @@ def _trainer_sphinx(builder: str, lang: str, outdir: Path, doctrees: Path, tags:
         return app.statuscode
 
 
-def build_trainer(lang: str, out: Path | None = None) -> int:
+#: The Japanese handout's font, served with the pages and embedded in their PDFs, so that they show
+#: Japanese on a machine without a Japanese system font: IPAexGothic, from matplotlib-fontja (a
+#: dependency of the book already, for the figures; IPA Font License, its text copied along).
+FONT_CSS = """/* IPAexGothic, served with the page (no system font needed); see fonts/IPA_Font_License_Agreement_v1.0.txt */
+@font-face { font-family: "IPAexGothic"; src: url("fonts/ipaexg.ttf") format("truetype"); }
+body, div.body, div.body h1, div.body h2, div.body h3, div.body h4, div.body p, div.body li,
+div.body td, div.body th, div.admonition p.admonition-title { font-family: "IPAexGothic", sans-serif !important; }
+"""
+
+
+def _add_font(out: Path) -> None:
+    """Copy IPAexGothic and its licence into ``out/_static/fonts`` and use it in ``custom.css``."""
+    import matplotlib_fontja
+
+    fonts = Path(matplotlib_fontja.__file__).parent / "fonts"
+    target = out / "_static" / "fonts"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("ipaexg.ttf", "IPA_Font_License_Agreement_v1.0.txt"):
+        shutil.copy(fonts / name, target / name)
+    (out / "_static" / "custom.css").write_text(FONT_CSS, encoding="utf-8")
+
+
+def find_chromium() -> str | None:
+    """The Chromium the PDFs and the browser test use: ``$CHROMIUM``, else ``chromium`` on the PATH."""
+    for candidate in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
+        if candidate and shutil.which(candidate):
+            return shutil.which(candidate)
+    return None
+
+
+def print_pdfs(out: Path, names=("quiz", "quiz_key")) -> list[Path]:
+    """Print ``out/<name>.html`` to ``out/<name>.pdf`` in headless Chromium: A4, 15 mm margins, no header
+    or footer, after MathJax has typeset the page, with no request leaving the machine. Chromium
+    embeds the fonts it draws with. Returns the PDFs written; none (and says so) without Chromium."""
+    exe = find_chromium()
+    if exe is None:
+        print("trainer: Chromium not found, so no PDF was written; print the HTML pages from a browser "
+              "(no header or footer), or install Chromium and run make trainer again", file=sys.stderr)
+        return []
+    from playwright.sync_api import sync_playwright
+
+    written = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, headless=True, chromium_sandbox=False,
+                                     args=["--disable-gpu", "--no-first-run"])
+        try:
+            for name in names:
+                page = browser.new_page()
+                page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                           else route.abort())
+                page.goto((out / f"{name}.html").as_uri())
+                page.wait_for_function("() => !document.querySelector('.MathJax_Preview, mjx-merror') && "
+                                       "document.querySelectorAll('mjx-container').length > 10",
+                                       timeout=60_000)
+                page.evaluate("document.fonts.ready")
+                pdf = page.pdf(format="A4", display_header_footer=False, print_background=True,
+                               margin={k: "15mm" for k in ("top", "bottom", "left", "right")})
+                (out / f"{name}.pdf").write_bytes(pdf)
+                written.append(out / f"{name}.pdf")
+                page.close()
+        finally:
+            browser.close()
+    return written
+
+
+def build_trainer(lang: str, out: Path | None = None, pdf: bool = True) -> int:
     """The quiz handout (no answers) and its answer key, from the one source book/trainer/quiz.md:
-    the key is the same page built with the tag ``key``, which shows its ``{only} key`` blocks."""
+    the key is the same page built with the tag ``key``, which shows its ``{only} key`` blocks. The
+    Japanese pages carry their own font. With ``pdf``, each page is also printed to PDF."""
     out = out or BUILD / "trainer" / lang
     work = out.parent / f".work-{lang}"
     status = _trainer_sphinx("html", lang, out, work / "doctrees-handout", [])
@@ -259,6 +326,11 @@ def build_trainer(lang: str, out: Path | None = None) -> int:
         shutil.copy(work / "key" / "quiz.html", out / "quiz_key.html")
     for extra in ("search.html", "genindex.html", "searchindex.js", "objects.inv"):
         (out / extra).unlink(missing_ok=True)
+    if status == 0 and lang == "ja":
+        _add_font(out)
+    if status == 0 and pdf:
+        for path in print_pdfs(out):
+            print(f"trainer: wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return status
 
 
