@@ -71,7 +71,7 @@ from .experiments.scale_probe import (ScaleReport, infer_scale)
 from .feedback.exercises import (check_attention_output, check_rescaled_totals, check_scaled_variance,
     check_scores_shape, check_naive_softmax, check_float16_dk, check_doubled_scores, check_sd_growth,
     check_weight_over_dk, check_temperature_jacobian, check_steps_to_threshold, check_best_against_best,
-    check_correlated_score_moments, check_mha_params, check_logsumexp, check_attention_function)
+    check_correlated_score_moments, check_mha_params, check_logsumexp, check_attention_function, check_case_recipe, check_recomputed_weights)
 from .feedback.progress import (record_progress, stop_recording, progress_file)
 from .feedback.selfcheck import (Verdict, check_array, check_number, check_dot, check_scaled_scores,
     check_softmax, check_attention_weights)
@@ -103,7 +103,7 @@ __all__ = [
     'check_naive_softmax', 'check_float16_dk', 'check_doubled_scores', 'check_sd_growth',
     'check_weight_over_dk', 'check_temperature_jacobian', 'check_steps_to_threshold',
     'check_best_against_best', 'check_correlated_score_moments', 'check_mha_params', 'check_logsumexp',
-    'check_attention_function', 'record_progress', 'stop_recording', 'progress_file', 'Verdict',
+    'check_attention_function', 'check_case_recipe', 'check_recomputed_weights', 'record_progress', 'stop_recording', 'progress_file', 'Verdict',
     'check_array', 'check_number', 'check_dot', 'check_scaled_scores', 'check_softmax',
     'check_attention_weights',
     "table", "language", "set_language", "tr", "wrap", "progress_bars",

@@ -708,3 +708,47 @@ def test_real_code_hand_solutions_state_the_right_numbers():
     import torch
 
     assert f"{torch.finfo(torch.bfloat16).max:.1e}" == "3.4e+38" and "3.4 \\times 10^{38}" in text
+
+
+# --- casebook ----------------------------------------------------------------------------------------
+
+def test_case_recipe_accepts_the_checkpoints_and_names_what_is_missing():
+    """gpt-oss's sliding layer, scaled down: sinks per head, 4 query heads on 2 key heads, a window of 8."""
+    sinks = (0.5, -1.0, 2.0, 0.0)
+    right = lib.Recipe(sinks=sinks, n_heads=4, q_per_kv=2, window=8)
+    assert lib.check_case_recipe(right, "gpt-oss-sliding").ok
+    v = lib.check_case_recipe(lib.Recipe(n_heads=4, q_per_kv=2), "gpt-oss-sliding")
+    assert not v.ok and set(v.mistake.split("+")) == {"sinks", "window"}, v.message
+    assert lib.check_case_recipe(lib.Recipe(sinks=sinks[::-1], n_heads=4, q_per_kv=2, window=8),
+                                 "gpt-oss-sliding").mistake == "sinks"
+    # DeepSeek-V2's base logit: q·k over 128 + 64 dimensions, divided by sqrt(192); equal ways to say it
+    assert lib.check_case_recipe(lib.Recipe(scale=1 / math.sqrt(128 + 64), head_dim=192), "deepseek-v2").ok
+    assert lib.check_case_recipe({"head_dim": 192}, "deepseek-v2").ok
+    assert lib.check_case_recipe(lib.Recipe(scale=(5120 // 128) ** -0.5, head_dim=192), "deepseek-v2").mistake == "scale"
+    assert lib.check_case_recipe(None, "deepseek-v2").mistake == "missing"
+    assert lib.check_case_recipe({"scal": 1.0}, "deepseek-v2").mistake == "unreadable"
+    with pytest.raises(ValueError, match="case must be one of"):
+        lib.check_case_recipe(right, "gpt-5")
+
+
+def _exact_weights(q, k, lse2):
+    """The forward's weights, from torch's own softmax in float64 (the LSE is not needed)."""
+    import torch  # noqa: PLC0415 - the torch tests of this file import it where they run
+
+    return torch.softmax(q.double() @ k.double().T / math.sqrt(q.size(-1)), dim=-1)
+
+
+def test_recomputed_weights_from_the_exact_softmax_pass_and_bf16_prescaling_fails():
+    torch = pytest.importorskip("torch")
+    assert lib.check_recomputed_weights(_exact_weights).ok
+    c = 1 / math.log(2)
+
+    def prescaled(q, k, lse2):   # FastVideo's backward before pull request 1730: K times scale·log2 e in bf16
+        ks = (k * (q.size(-1) ** -0.5 * c)).bfloat16()
+        return torch.exp2(q.float() @ ks.float().T - lse2[:, None])
+
+    v = lib.check_recomputed_weights(prescaled)
+    assert not v.ok and v.mistake == "grows_with_logit", v.message
+    assert lib.check_recomputed_weights(lambda q, k, lse2: torch.ones(3)).mistake == "shape"
+    assert lib.check_recomputed_weights(lambda q, k, lse2: 1 / 0).mistake == "error"
+    assert lib.check_recomputed_weights(None).mistake == "missing"

@@ -903,6 +903,125 @@ def check_attention_function(fn, *, expected=None, backend: str = "numpy", batch
     return Verdict(report.ok, report.message, None if report.ok else report.verdict)
 
 
+# --- casebook ------------------------------------------------------------------------------------
+
+# The recipes of the casebook's transfer exercises, kept here so that no notebook cell shows them.
+# "gpt-oss-sliding": a sliding layer of gpt-oss, scaled down (transformers models/gpt_oss at 00d4b3d:
+# one learned sink per head, the default 1/sqrt(head_dim), a window on every other layer, grouped heads).
+# "deepseek-v2": DeepSeek-V2's base scale, 1/sqrt(qk_nope_head_dim + qk_rope_head_dim) = 1/sqrt(192)
+# (Megatron-LM issue 1501 quoting the Hugging Face code), YaRN's factor left out.
+_CASE_SINKS = (0.5, -1.0, 2.0, 0.0)
+_CASES = {
+    "gpt-oss-sliding": dict(sinks=_CASE_SINKS, n_heads=4, q_per_kv=2, window=8),
+    "deepseek-v2": dict(scale=192 ** -0.5, head_dim=192),
+}
+_FIELD_NAMES = {  # each a literal tr("...") call, so that the catalog tool extracts it
+    "scale": lambda: tr("the scale (the factor on q·k)"), "qk_factor": lambda: tr("the factor on q and k"),
+    "qk_norm": lambda: tr("the q/k norm"), "softcap": lambda: tr("the logit cap"),
+    "alibi": lambda: tr("the ALiBi bias"), "sinks": lambda: tr("the sinks"),
+    "causal": lambda: tr("the causal mask"), "window": lambda: tr("the sliding window"),
+    "q_per_kv": lambda: tr("the grouping of the heads (q_per_kv)"),
+    "n_heads": lambda: tr("the number of query heads"), "head_dim": lambda: tr("the head width"),
+}
+
+
+def check_case_recipe(answer, case: str) -> Verdict:
+    """Transfer exercises of the `casebook` chapter: is ``answer`` (a ``lib.Recipe``) the recipe of ``case``?
+
+    Compares the learner's recipe with the case's, field by field, and names every field that differs
+    (not the value it should have): the scale by the factor on q·k at the case's head width, the rest
+    by value. Never raises on the learner's answer; ``ValueError`` for an unknown case.
+    """
+    from ..experiments.port_check import Recipe  # noqa: PLC0415 - lib.port_check imports feedback.display
+
+    if case not in _CASES:
+        raise ValueError(f"case must be one of {sorted(_CASES)}; got {case!r}")
+    name = tr("Your recipe")
+    if answer is None or answer is ...:
+        return Verdict(False, tr("{name}: not written yet; put a lib.Recipe(...) in my_recipe and run the cell "
+                                 "again.", name=name), "missing")
+    if isinstance(answer, dict):
+        try:
+            answer = Recipe.from_config(answer)
+        except (TypeError, ValueError) as exc:
+            return Verdict(False, tr("{name}: {err}", name=name, err=exc), "unreadable")
+    if not isinstance(answer, Recipe):
+        return Verdict(False, tr("{name}: expected a lib.Recipe; got {kind}.", name=name,
+                                 kind=type(answer).__name__), "unreadable")
+    want = Recipe(**_CASES[case])
+    d = want.head_dim or 64
+    off = []
+    if not np.isclose(answer.logit_factor(d), want.logit_factor(d), rtol=1e-4, atol=0.0):
+        off.append("scale")
+    for field in ("qk_norm", "softcap", "alibi", "causal", "window", "q_per_kv", "head_dim"):
+        if getattr(answer, field) != getattr(want, field):
+            off.append(field)
+    if want.n_heads is not None and answer.n_heads != want.n_heads:
+        off.append("n_heads")
+    a_s, w_s = answer.sinks, want.sinks
+    if (a_s is None) != (w_s is None) or (w_s is not None and not np.allclose(
+            np.broadcast_to(np.asarray(a_s, dtype=float), np.shape(w_s)), w_s, rtol=0, atol=1e-9)):
+        off.append("sinks")
+    if not off:
+        return Verdict(True, tr("{name} is the checkpoint's: every factor is there, with its value.", name=name))
+    fields = "; ".join(_FIELD_NAMES[f]() for f in off)
+    return Verdict(False, tr("{name} differs from the checkpoint's in: {fields}. Read the excerpt again for "
+                             "each of them.", name=name, fields=fields), "+".join(off))
+
+
+def _recompute_inputs(scale_in, seed=0, L=64, d=128):
+    """bfloat16 q and k of the FastVideo exercise (values as float32 tensors), and the exact base-2 LSE
+    of the scaled scores (float64 from the rounded inputs, given to the learner as float32)."""
+    import torch  # noqa: PLC0415 - the exercise runs with torch
+
+    g = torch.Generator().manual_seed(seed)
+    q, k = (scale_in * torch.randn(L, d, generator=g)).bfloat16(), (scale_in * torch.randn(L, d, generator=g)).bfloat16()
+    s2 = (q.double() @ k.double().T) * d ** -0.5 / np.log(2)
+    return q, k, torch.logsumexp(s2 * np.log(2), dim=-1) / np.log(2), s2
+
+
+def check_recomputed_weights(fn, scales=(1.0, 4.0, 16.0)) -> Verdict:
+    """Exercise `ex-casebook-kernel`: ``fn(q, k, lse2)`` recomputes a backward pass's weights
+    ``P = 2^(q·k·(log2 e)/√d − lse2)`` from bfloat16 ``q``, ``k`` (L, d) and the forward's base-2
+    log-sum-exp. Compared with the exact weights (float64) at input scales ``scales``; a row of weights
+    must sum to 1 within 1 % and each weight match within 1 % of its row's largest. Never raises on the
+    learner's function.
+    """
+    name = tr("Your recomputation")
+    if fn is None or fn is ...:
+        return Verdict(False, tr("{name}: not defined yet; write it and run the cell again.", name=name), "missing")
+    if not callable(fn):
+        return Verdict(False, tr("{name}: expected a function f(q, k, lse2); got {kind}.", name=name,
+                                 kind=type(fn).__name__), "unreadable")
+    worst = {}
+    for sc in scales:
+        q, k, lse2, s2 = _recompute_inputs(sc)
+        try:
+            p = np.asarray(as_array(fn(q, k, lse2.float())), dtype=float)
+        except Exception as exc:  # noqa: BLE001 - the learner's function failing is a verdict
+            return Verdict(False, tr("{name} failed ({kind}: {err}).", name=name, kind=type(exc).__name__, err=exc),
+                           "error")
+        exact = np.exp2(s2.numpy() - lse2.numpy()[:, None])
+        if p.shape != exact.shape:
+            return Verdict(False, tr("{name}: the weights have shape {got}; they should be {want}.", name=name,
+                                     got=p.shape, want=exact.shape), "shape")
+        err = np.abs(p - exact).max(axis=1) / exact.max(axis=1)
+        worst[sc] = max(float(np.nanmax(np.abs(p.sum(axis=1) - 1))) if np.isfinite(p).all() else np.inf,
+                        float(np.nanmax(err)) if np.isfinite(err).all() else np.inf)
+    bad = [sc for sc, e in worst.items() if e > 0.01]
+    if not bad:
+        return Verdict(True, tr("{name} gives the forward's weights at every input scale (largest error {e:.1e}).",
+                                name=name, e=max(worst.values())))
+    grows = len(bad) < len(scales) and all(worst[a] <= worst[b] for a, b in zip(scales, scales[1:]))
+    hint = tr(" The error grows with the size of the logits: something is rounded in proportion to the logit "
+              "before the exponential.") if grows else ""
+    return Verdict(False, tr("{name} is off by up to {e:.2g} at input scale {sc:g}.", name=name,
+                             e=worst[bad[-1]], sc=bad[-1]) + hint, "grows_with_logit" if grows else None)
+
+
+__all__ += ["check_case_recipe", "check_recomputed_weights"]
+
+
 # Every public check tags its verdict with its name, for the opt-in record (lib.progress).
 from . import progress as _progress  # noqa: E402
 
