@@ -3,7 +3,9 @@ unix users created by the test (so it needs root; elsewhere it skips and says wh
 passwords, each gets their own copy of the learner notebooks in their language, a learner notebook runs
 cell by cell through the user's own Jupyter server (REST and the kernel websocket), widgets and lib are
 there, and neither user can read or change the other's files. It also measures the memory of one
-learner's server while a chapter runs."""
+learner's server while a chapter runs, and runs a load test: HUB_LOAD_LEARNERS more learners (6 by
+default) log in, start their servers and run a chapter side by side, each timed cell by cell, with the
+memory and CPU of each learner's processes (classroom/README.md sizes a hub from these figures)."""
 import json
 import os
 import pwd
@@ -29,6 +31,9 @@ requests = pytest.importorskip("requests")
 
 PREFIX = Path(os.environ.get("HUB_TEST_PREFIX", "/tmp/sdpa-course-hub-test"))
 USERS = {"sdpacourse-a": "en", "sdpacourse-b": "ja"}
+LOAD_LEARNERS = int(os.environ.get("HUB_LOAD_LEARNERS", "6"))
+LOAD_USERS = {f"sdpacourse-l{i}": ("en", "ja")[i % 2] for i in range(LOAD_LEARNERS)}
+ALL_USERS = {**USERS, **LOAD_USERS}
 HUB_PYTHON = os.environ.get("HUB_PYTHON", "/usr/bin/python3")
 CELL_SECONDS = 300                      # the longest a cell may take through a user's server
 
@@ -83,7 +88,7 @@ def hub(built):
                     "--python", HUB_PYTHON], check=True, cwd=ROOT)
     record("hub: install s (room.py hub; warm when the prefix is kept)", round(time.perf_counter() - t, 1))
     passwords = {}
-    for name in USERS:
+    for name in ALL_USERS:
         # a user left by an earlier run that was killed: stop what it still runs, then remove it (userdel
         # refuses a user with live processes); if it cannot be removed, it is reused with a new password
         # and a fresh home
@@ -101,7 +106,7 @@ def hub(built):
             raise AssertionError(f"useradd {name} failed ({made.returncode}): {made.stderr}")
         passwords[name] = secrets.token_urlsafe(12)
         subprocess.run(["chpasswd"], input=f"{name}:{passwords[name]}\n", text=True, check=True)
-    (PREFIX / "cohort.txt").write_text("".join(f"{n} {lang}\n" for n, lang in USERS.items()))
+    (PREFIX / "cohort.txt").write_text("".join(f"{n} {lang}\n" for n, lang in ALL_USERS.items()))
     for f in ("jupyterhub.sqlite", "jupyterhub_cookie_secret"):
         (PREFIX / f).unlink(missing_ok=True)
     port = free_port()
@@ -139,10 +144,10 @@ def hub(built):
                 os.kill(int(proxy_pid.read_text().strip()), signal.SIGTERM)
             except (OSError, ValueError):
                 pass
-        for name in USERS:                            # anything of the users' that is left
+        for name in ALL_USERS:                        # anything of the users' that is left
             kill_processes_of(name)
         log.close()
-        for name in USERS:
+        for name in ALL_USERS:
             subprocess.run(["userdel", "-r", "-f", name], capture_output=True)
 
 
@@ -164,25 +169,28 @@ def login(hub, name, password=None):
     return s, r.json()["token"]
 
 
+def start_server(hub, name):
+    """Log ``name`` in, start their server and wait until it is ready: the server's handle."""
+    base = hub["base"]
+    s, token = login(hub, name)
+    assert token, f"{name} could not log in"
+    h = {"Authorization": f"token {token}"}
+    r = requests.post(f"{base}/hub/api/users/{name}/server", headers=h, timeout=60)
+    assert r.status_code in (201, 202), r.text
+    for _ in range(480):
+        u = requests.get(f"{base}/hub/api/users/{name}", headers=h, timeout=30).json()
+        if u.get("servers", {}).get("", {}).get("ready"):
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError(f"{name}'s server did not start:\n" +
+                             (PREFIX / "jupyterhub-test.log").read_text()[-5000:])
+    return {"headers": h, "url": f"{base}/user/{name}", "session": s}
+
+
 @pytest.fixture(scope="module")
 def servers(hub):
-    base, out = hub["base"], {}
-    for name in USERS:
-        s, token = login(hub, name)
-        assert token, f"{name} could not log in"
-        h = {"Authorization": f"token {token}"}
-        r = requests.post(f"{base}/hub/api/users/{name}/server", headers=h, timeout=60)
-        assert r.status_code in (201, 202), r.text
-        for _ in range(240):
-            u = requests.get(f"{base}/hub/api/users/{name}", headers=h, timeout=30).json()
-            if u.get("servers", {}).get("", {}).get("ready"):
-                break
-            time.sleep(0.5)
-        else:
-            raise AssertionError(f"{name}'s server did not start:\n" +
-                                 (PREFIX / "jupyterhub-test.log").read_text()[-5000:])
-        out[name] = {"headers": h, "url": f"{base}/user/{name}", "session": s}
-    return out
+    return {name: start_server(hub, name) for name in USERS}
 
 
 def test_a_wrong_password_or_a_user_outside_the_cohort_cannot_log_in(hub):
@@ -305,14 +313,19 @@ class Kernel:
         self.ws.close()
 
 
-def run_notebook(server, path):
+def run_notebook(server, path, cell_seconds=None):
+    """Run every code cell of ``path`` in a kernel of the user's server, as Run All does; the number of
+    cells (and each cell's seconds appended to ``cell_seconds`` when given)."""
     r = requests.get(f"{server['url']}/api/contents/{path}", headers=server["headers"], timeout=30)
     r.raise_for_status()
     cells = [c for c in r.json()["content"]["cells"] if c["cell_type"] == "code"]
     k = Kernel(server, path)
     try:
         for i, c in enumerate(cells):
+            t = time.perf_counter()
             reply, outputs = k.execute("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+            if cell_seconds is not None:
+                cell_seconds.append(time.perf_counter() - t)
             assert reply["status"] == "ok", (path, i, reply.get("ename"), reply.get("evalue"),
                                              "".join(reply.get("traceback", []))[-2000:])
     finally:
@@ -398,3 +411,85 @@ def test_the_idle_culler_runs_as_a_hub_service(hub):
         if "jupyterhub_idle_culler" in cmd and "--timeout=3600" in cmd:
             procs.append(cmd)
     assert procs, "jupyterhub-idle-culler is not running"
+
+
+def _user_cpu_seconds(uid):
+    """User plus system CPU seconds of the live processes of ``uid`` (/proc/PID/stat, clock ticks)."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for p in Path("/proc").glob("[0-9]*"):
+        try:
+            if p.stat().st_uid != uid:
+                continue
+            fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick      # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def test_load_learners_run_a_chapter_side_by_side(hub):
+    """The load test: LOAD_LEARNERS learners start their servers at once and each runs the caveats chapter
+    (the largest per-learner peak measured alone) in their language, side by side. Every learner must
+    finish with no error; the times, memory and CPU go to _build/classroom/measured.json."""
+    if not LOAD_USERS:
+        pytest.skip("HUB_LOAD_LEARNERS=0")
+    import statistics
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = list(LOAD_USERS)
+    uids = {n: pwd.getpwnam(n).pw_uid for n in names}
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(len(names)) as pool:
+        started = dict(zip(names, pool.map(lambda n: (start_server(hub, n), time.perf_counter() - t0), names)))
+    spawn = sorted(dt for _, dt in started.values())
+    peak = {n: 0 for n in names}
+    together = [0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            rss = {n: _user_rss(uid) for n, uid in uids.items()}
+            for n, v in rss.items():
+                peak[n] = max(peak[n], v)
+            together[0] = max(together[0], sum(rss.values()))
+            time.sleep(0.3)
+
+    cpu0 = {n: _user_cpu_seconds(uid) for n, uid in uids.items()}
+    cells = {n: [] for n in names}
+    errors = {}
+
+    def learner(n):
+        try:
+            run_notebook(started[n][0], NB_CAVEATS, cells[n])
+        except Exception as exc:  # noqa: BLE001 - every learner's failure is reported, not just the first
+            errors[n] = f"{type(exc).__name__}: {str(exc)[:1500]}"
+        return time.perf_counter()
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    t1 = time.perf_counter()
+    try:
+        with ThreadPoolExecutor(len(names)) as pool:
+            finished = dict(zip(names, pool.map(learner, names)))
+    finally:
+        stop.set()
+        th.join()
+    cpu = {n: _user_cpu_seconds(uids[n]) - cpu0[n] for n in names}
+    walls = sorted(finished[n] - t1 for n in names)
+    every_cell = sorted(x for n in names for x in cells[n])
+    for n in names:                                   # free the machine for the tests that follow
+        requests.delete(f"{hub['base']}/hub/api/users/{n}/server", headers=started[n][0]["headers"], timeout=120)
+    key = f"hub load: {len(names)} learners, {NB_CAVEATS} side by side on {os.cpu_count()} cores"
+    record(f"{key}: servers ready after s (median, slowest)", [round(statistics.median(spawn), 1), round(spawn[-1], 1)])
+    record(f"{key}: chapter s per learner (median, slowest)", [round(statistics.median(walls), 1), round(walls[-1], 1)])
+    record(f"{key}: cell s (median, 95th percentile, slowest)",
+           [round(statistics.median(every_cell), 2), round(every_cell[int(0.95 * (len(every_cell) - 1))], 2),
+            round(every_cell[-1], 2)])
+    record(f"{key}: peak MiB per learner (median, largest)",
+           [round(statistics.median(peak.values()) / 2**20), round(max(peak.values()) / 2**20)])
+    record(f"{key}: peak MiB of all learners together", round(together[0] / 2**20))
+    record(f"{key}: CPU s per learner (median, largest)", [round(statistics.median(cpu.values()), 1),
+                                                          round(max(cpu.values()), 1)])
+    record(f"{key}: learners that failed", len(errors))
+    assert not errors, errors
+    assert all(len(cells[n]) == len(cells[names[0]]) > 10 for n in names), {n: len(c) for n, c in cells.items()}
