@@ -205,6 +205,50 @@ def cmd_lab(a):
     run([venv_bin(venv, "jupyter"), "lab", *root, *a.lab_args, f"--notebook-dir={nbdir}"], env=env)
 
 
+# --- Japanese in JupyterLab without a system font ------------------------------------------------------------
+
+LAB_CSS = """/* The course's Japanese font, served by JupyterLab itself (--LabApp.custom_css=True; this folder is the
+   environment's jupyter_server/static/custom, the last place Jupyter looks for custom.css, after
+   ~/.jupyter/custom), so that Japanese shows on a machine without a Japanese system font.
+   IPAexGothic, from matplotlib-fontja (IPA Font License: IPA_Font_License_Agreement_v1.0.txt here). It comes
+   after the usual fonts: it draws only what they lack. */
+@font-face { font-family: "IPAexGothic"; src: url("ipaexg.ttf") format("truetype"); }
+/* !important: the theme sets these on .jp-ThemedContainer, after this file */
+:root, .jp-ThemedContainer {
+  --jp-ui-font-family: system-ui, -apple-system, blinkmacsystemfont, "Segoe UI", helvetica, arial, "IPAexGothic",
+    sans-serif !important;
+  --jp-content-font-family: system-ui, -apple-system, blinkmacsystemfont, "Segoe UI", helvetica, arial,
+    "IPAexGothic", sans-serif !important;
+  --jp-code-font-family: menlo, consolas, "DejaVu Sans Mono", "IPAexGothic", monospace !important;
+}
+"""
+
+
+def lab_custom_dir(python) -> Path:
+    """The ``custom`` folder of ``python``'s jupyter_server (its ``static_custom_path`` after the user's
+    ~/.jupyter/custom, which is not a configurable option)."""
+    out = subprocess.run([str(python), "-c", "import jupyter_server, os; "
+                          "print(os.path.join(os.path.dirname(jupyter_server.__file__), 'static', 'custom'))"],
+                         capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())
+
+
+def write_lab_custom(dest: Path, python=sys.executable) -> Path:
+    """``dest`` (created): custom.css and the IPAexGothic font (with its licence) of ``python``'s
+    matplotlib-fontja, for JupyterLab's ``/custom/`` folder."""
+    where = subprocess.run([str(python), "-c", "import matplotlib_fontja, os; "
+                            "print(os.path.join(os.path.dirname(matplotlib_fontja.__file__), 'fonts'))"],
+                           capture_output=True, text=True)
+    if where.returncode:
+        sys.exit(f"matplotlib-fontja is not installed in {python}: it carries the Japanese font")
+    fonts = Path(where.stdout.strip())
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("ipaexg.ttf", "IPA_Font_License_Agreement_v1.0.txt"):
+        shutil.copy2(fonts / name, dest / name)
+    (dest / "custom.css").write_text(LAB_CSS, encoding="utf-8")
+    return dest
+
+
 # --- the offline bundle ------------------------------------------------------------------------------------
 
 def lib_wheel(dest: Path, python=sys.executable) -> Path:
@@ -360,6 +404,7 @@ def cmd_bundle(a):
     for lang, p in nbs.items():
         shutil.copytree(p, out / "notebooks" / lang, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     shutil.copy2(LEARNER_REQS, out / "requirements-learner.txt")
+    write_lab_custom(out / "custom")
     longest, longest_file = longest_installed_path(wheels, a.python)
     say(f"the longest path the install writes: {longest} characters ({longest_file}); on Windows the folder's "
         f"own path may have at most {WINDOWS_MAX_PATH - 1 - longest}")
@@ -433,6 +478,7 @@ def cmd_hub(a):
             shutil.rmtree(dest)
         shutil.copytree(p, dest, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     shutil.copy2(HERE / "hub" / "jupyterhub_config.py", prefix / "jupyterhub_config.py")
+    write_lab_custom(lab_custom_dir(py), py)
     cohort = prefix / "cohort.txt"
     if not cohort.exists():
         shutil.copy2(HERE / "hub" / "cohort.example.txt", cohort)

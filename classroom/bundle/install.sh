@@ -39,9 +39,17 @@ for nb in notebooks/"$L"/*.ipynb; do
     [ -e "work/$L/$(basename "$nb")" ] || cp "$nb" "work/$L/"
 done
 echo "The book (HTML, offline): $(pwd)/html/index.html"
+if command -v fc-list >/dev/null 2>&1 && [ -z "$(fc-list :lang=ja 2>/dev/null)" ]; then
+    echo "This system has no Japanese font. JupyterLab shows Japanese with the course's own font" \
+         "(IPAexGothic, in ./custom); the HTML book and other programs may show boxes until one is" \
+         "installed (Debian/Ubuntu: sudo apt install fonts-ipaexfont or fonts-noto-cjk)."
+fi
 [ "$NO_LAB" = 1 ] && exit 0
 ROOT_FLAG=""
 [ "$(id -u)" = 0 ] && ROOT_FLAG="--allow-root"
+# Japanese without a system font: JupyterLab loads custom.css (the course's font, ./custom) from this venv's
+# jupyter_server/static/custom, after the learner's own ~/.jupyter/custom if they have one.
+venv/bin/python -c "import jupyter_server, os, shutil; shutil.copytree('custom', os.path.join(os.path.dirname(jupyter_server.__file__), 'static', 'custom'), dirs_exist_ok=True)"
 # JUPYTER_PATH: this venv's kernel first (lib installed there); one thread per kernel.
 exec env JUPYTER_PATH="$(pwd)/venv/share/jupyter" BOOK_LANG="$L" OMP_NUM_THREADS=1 \
-    venv/bin/jupyter lab $ROOT_FLAG --notebook-dir="work/$L"
+    venv/bin/jupyter lab $ROOT_FLAG --notebook-dir="work/$L" --LabApp.custom_css=True

@@ -70,6 +70,9 @@ c.Spawner.http_timeout = 120
 c.Spawner.args = [
     "--MappingKernelManager.cull_idle_timeout=1200",   # idle kernels: the memory a cohort holds
     "--MappingKernelManager.cull_interval=120",
+    # Japanese without a system font: JupyterLab loads custom.css, which room.py hub put with its font into
+    # the environment's jupyter_server/static/custom (a learner's own ~/.jupyter/custom/custom.css wins)
+    "--LabApp.custom_css=True",
 ]
 c.Spawner.environment = {
     # one thread per kernel: 30 learners share the cores (lib's training runs use one thread too)

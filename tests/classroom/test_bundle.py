@@ -2,6 +2,7 @@
 it: the Linux bundle installs into a fresh venv with every package index disabled and no network, and
 runs every learner notebook of both languages (Run All); the Windows bundle is built here and checked for completeness
 (it is not run on Windows here)."""
+import os
 import subprocess
 import sys
 import time
@@ -76,6 +77,7 @@ def test_linux_bundle_installs_offline_and_runs_every_learner_notebook(linux_bun
     assert out.returncode == 0 and out.stdout.startswith("2.13.0+cpu"), out.stderr
     assert str(laptop / "venv") in out.stdout                       # lib from the bundle's wheel
     timed(["sh", laptop / "install.sh", "ja", "--no-lab"], env=env, cwd=tmp_path)
+    lab_serves_the_japanese_font(laptop, env)
     # Run All on every learner notebook of both languages, offline, in the bundle's own environment
     for lang in ("en", "ja"):
         assert sorted(p.name for p in (laptop / "work" / lang).glob("*.ipynb")) == \
@@ -89,6 +91,44 @@ def test_linux_bundle_installs_offline_and_runs_every_learner_notebook(linux_bun
     text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/markdown", ""))
                    for c in ran.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert any("\u3040" <= ch <= "\u30ff" for ch in text), "no Japanese output in the Japanese notebook"
+
+
+def lab_serves_the_japanese_font(laptop, env):
+    """install.sh's own launch line, run for real: JupyterLab serves the course's custom.css and its font
+    (IPAexGothic), so Japanese shows in JupyterLab on a machine without a Japanese font."""
+    import signal
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    lab_env = dict(env, JUPYTER_PORT=str(port), JUPYTER_TOKEN="font-check", BROWSER="true",
+                   no_proxy="127.0.0.1", NO_PROXY="127.0.0.1")
+    proc = subprocess.Popen(["sh", laptop / "install.sh", "ja"], cwd=laptop, env=lab_env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # straight to 127.0.0.1
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                css = opener.open(f"{base}/custom/custom.css?token=font-check", timeout=5).read().decode()
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise AssertionError("JupyterLab from install.sh did not serve /custom/custom.css")
+        assert "@font-face" in css and "IPAexGothic" in css and "--jp-content-font-family" in css
+        font = opener.open(f"{base}/custom/ipaexg.ttf?token=font-check", timeout=30).read()
+        assert len(font) > 1_000_000 and font[:4] == b"\x00\x01\x00\x00", len(font)
+        page = opener.open(f"{base}/lab?token=font-check", timeout=30).read().decode()
+        assert "custom/custom.css" in page, "JupyterLab's page does not load the custom CSS"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")

@@ -219,6 +219,21 @@ def test_widgets_are_installed_in_jupyterlab(servers):
     assert '"name": "@jupyter-widgets/jupyterlab-manager"' in r.text
 
 
+def test_jupyterlab_serves_the_japanese_font(servers):
+    """Each learner's JupyterLab loads the course's custom.css, which serves IPAexGothic: Japanese shows
+    without a Japanese system font on the learner's machine."""
+    s = servers["sdpacourse-b"]
+    css = requests.get(f"{s['url']}/custom/custom.css", headers=s["headers"], timeout=30)
+    css.raise_for_status()
+    assert "@font-face" in css.text and "IPAexGothic" in css.text
+    font = requests.get(f"{s['url']}/custom/ipaexg.ttf", headers=s["headers"], timeout=60)
+    font.raise_for_status()
+    assert len(font.content) > 1_000_000 and font.content[:4] == b"\x00\x01\x00\x00"
+    page = requests.get(f"{s['url']}/lab", headers=s["headers"], timeout=30)
+    page.raise_for_status()
+    assert "custom/custom.css" in page.text
+
+
 def _user_rss(uid):
     total = 0
     for p in Path("/proc").glob("[0-9]*"):
