@@ -2,7 +2,6 @@
 from book/trainer/quiz.md outside the book (tools/build.py trainer), printed to PDF in Chromium."""
 import os
 import re
-import shutil
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
