@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -107,10 +106,11 @@ PAGES = _pages()
 
 
 def _find_chromium() -> str | None:
-    for candidate in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
-        if candidate and shutil.which(candidate):
-            return shutil.which(candidate)
-    return None
+    """The Chromium the trainer's PDFs use too (tools/build.py): $CHROMIUM, else chromium on the PATH."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from build import find_chromium  # noqa: PLC0415 - tools/build.py, imported where it is needed
+
+    return find_chromium()
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
