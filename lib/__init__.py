@@ -76,7 +76,7 @@ from .feedback.progress import (record_progress, stop_recording, progress_file)
 from .feedback.selfcheck import (Verdict, check_array, check_number, check_dot, check_scaled_scores,
     check_softmax, check_attention_weights)
 from .feedback.display import table
-from .infra.i18n import language, set_language, tr, wrap
+from .infra.i18n import language, set_language, set_page, tr, wrap
 from .infra.bars import progress_bars
 
 __version__ = "0.1.0"
@@ -106,7 +106,7 @@ __all__ = [
     'check_attention_function', 'check_case_recipe', 'check_recomputed_weights', 'record_progress', 'stop_recording', 'progress_file', 'Verdict',
     'check_array', 'check_number', 'check_dot', 'check_scaled_scores', 'check_softmax',
     'check_attention_weights',
-    "table", "language", "set_language", "tr", "wrap", "progress_bars",
+    "table", "language", "set_language", "set_page", "tr", "wrap", "progress_bars",
     *_LAZY,
     # the modules, by name (lib.claims.check, lib.i18n.wrap, from lib import training, ...)
     "bars", "checks", "claims", "i18n", "timing", "attention", "blockwise", "fast", "metrics", "modern", "saturation",

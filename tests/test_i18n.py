@@ -322,3 +322,57 @@ def test_every_page_shows_its_own_translation_of_what_its_code_says():
             if want and shared.get(m) != want:
                 wrong.append((domain, m, want, shared.get(m)))
     assert not wrong, wrong
+
+
+def test_a_page_takes_its_own_meaning_of_a_word(tmp_path, monkeypatch):
+    """One English word, two meanings on two pages ("step" of a hand computation, a training step):
+    with the page named by set_page, tr gives that page's translation, not the first catalog's."""
+    book = tmp_path / "ja" / "LC_MESSAGES" / "book"
+    book.mkdir(parents=True)
+    head = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+    (book / "aaa.po").write_text(head + '#. code\nmsgid "step"\nmsgstr "手順"\n', encoding="utf-8")
+    (book / "zzz.po").write_text(head + '#. code\nmsgid "step"\nmsgstr "学習ステップ"\n', encoding="utf-8")
+    monkeypatch.setenv("BOOK_LOCALES", str(tmp_path))
+    monkeypatch.setattr(i18n, "_catalogs", {})
+    monkeypatch.setattr(i18n, "_page_catalogs", {})
+    try:
+        i18n.set_language("ja")
+        assert lib.tr("step") == "手順"                    # no page: the first catalog by path
+        lib.set_page("zzz")
+        assert lib.tr("step") == "学習ステップ" and i18n.page() == "zzz"
+        lib.set_page("book/aaa.md")
+        assert lib.tr("step") == "手順"
+    finally:
+        i18n.set_language(None)
+        lib.set_page(None)
+
+
+def test_every_code_string_takes_its_own_pages_translation():
+    """On every page of the book, each string its code shows (``#. code``) comes out of tr as that
+    page's catalog translates it (read with polib), never as another page's catalog does."""
+    folder = Path(i18n.__file__).resolve().parents[2] / "locales" / "ja" / "LC_MESSAGES" / "book"
+    pages = sorted(folder.glob("*.po"))
+    assert pages
+    checked = 0
+    try:
+        i18n.set_language("ja")
+        for po_path in pages:
+            lib.set_page(po_path.stem)
+            for e in polib.pofile(str(po_path)):
+                if "code" in (e.comment or "").split() and e.msgstr and not e.fuzzy and not e.obsolete:
+                    assert lib.tr(e.msgid) == e.msgstr, (po_path.stem, e.msgid)
+                    checked += 1
+    finally:
+        i18n.set_language(None)
+        lib.set_page(None)
+    assert checked > 100
+
+
+def test_set_page_rejects_what_is_not_a_page():
+    with pytest.raises(ValueError, match="no page 'nope'"):
+        lib.set_page("nope")
+    with pytest.raises(ValueError, match="not a page name"):
+        lib.set_page("../lib")
+    with pytest.raises(TypeError, match="page name"):
+        lib.set_page(3)
+    assert i18n.page() is None

@@ -321,3 +321,16 @@ def test_claims_are_checked_with_lib_claims(path):
         if "remove-cell" in _tags(cells[i]):
             bare += [f"cell {i}, line {n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Assert)]
     assert not bare, f"{path.name}: bare assert in a hidden cell (use lib.claims.check/holds): {bare}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_a_page_that_translates_names_itself(path):
+    """A chapter whose code calls tr() says which page it is in its first code cell, so that its
+    strings take their translations from its own catalog (lib.set_page)."""
+    code = [_src(c) for c in _cells(path) if c["cell_type"] == "code"]
+    if not any(re.search(r"\btr\(", src) for src in code):
+        return
+    first = code[0]
+    names = re.findall(r'lib\.set_page\("([^"]*)"\)', first)
+    assert names == [path.stem], (f"{path.name}: its first code cell must call "
+                                  f'lib.set_page("{path.stem}") once; found {names}')

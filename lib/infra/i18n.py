@@ -27,13 +27,16 @@ import textwrap
 import unicodedata
 from pathlib import Path
 
-__all__ = ["tr", "language", "set_language", "catalog", "wrap", "phrases", "LANGUAGES"]
+__all__ = ["tr", "language", "set_language", "set_page", "page", "catalog", "page_catalog", "wrap",
+           "phrases", "LANGUAGES"]
 
 #: The editions the book has. English is the source; the others are catalogs under ``locales/``.
 LANGUAGES = ("en", "ja")
 
 _chosen: str | None = None
+_page: str | None = None
 _catalogs: dict[str, dict[str, str]] = {}
+_page_catalogs: dict[tuple[str, str], dict[str, str]] = {}
 
 
 def _locales_dir() -> Path:
@@ -66,12 +69,68 @@ def set_language(lang: str | None) -> None:
     _chosen = lang
 
 
+def set_page(name: str | None) -> None:
+    """Say which page of the book the code runs in (``"block"`` for ``book/block.md``); ``None``: none.
+
+    Each chapter's hidden set-up cell calls it. The same English word can mean two things on two pages
+    ("step": a step of a hand computation in one chapter, a training step in another), and each page's
+    catalog has the translation for its own meaning: :func:`tr` looks in the page's catalog first.
+    """
+    global _page
+    if name is None:
+        _page = None
+        return
+    if not isinstance(name, str):
+        raise TypeError(f"set_page expects a page name such as 'block' or None; got {type(name).__name__}")
+    stem = name.removeprefix("book/").removesuffix(".md").removesuffix(".ipynb")
+    if not re.fullmatch(r"[a-z0-9_]+", stem):
+        raise ValueError(f"set_page: {name!r} is not a page name (the file name of a chapter without "
+                         "its extension, e.g. 'block')")
+    known = _known_pages()
+    if known and stem not in known:
+        raise ValueError(f"set_page: the book has no page {stem!r}; its pages with catalogs are "
+                         f"{', '.join(sorted(known))}")
+    _page = stem
+
+
+def page() -> str | None:
+    """The page named by :func:`set_page`, or ``None``."""
+    return _page
+
+
+def _known_pages() -> set[str]:
+    """The pages that have a catalog in some translated edition (empty where no catalogs are found)."""
+    out: set[str] = set()
+    for lang in LANGUAGES[1:]:
+        folder = _locales_dir() / lang / "LC_MESSAGES" / "book"
+        if folder.is_dir():
+            out.update(p.stem for p in folder.glob("*.po"))
+    return out
+
+
+def page_catalog(lang: str, name: str) -> dict[str, str]:
+    """The finished translations of one page's catalog (``locales/<lang>/LC_MESSAGES/book/<name>.po``);
+    empty if the page has none."""
+    key = (lang, name)
+    if key not in _page_catalogs:
+        path = _locales_dir() / lang / "LC_MESSAGES" / "book" / f"{name}.po"
+        _page_catalogs[key] = read_po(path) if path.is_file() else {}
+    return _page_catalogs[key]
+
+
 def tr(message: str, /, **fields) -> str:
-    """``message`` in the current language, with ``fields`` filled in (``str.format``) if given."""
+    """``message`` in the current language, with ``fields`` filled in (``str.format``) if given.
+
+    The translation comes from the catalog of the page named by :func:`set_page` if it has one, else
+    from the book-wide :func:`catalog`."""
     if not isinstance(message, str):
         raise TypeError(f"tr expects the English message as a str; got {type(message).__name__}")
     lang = language()
-    text = message if lang == "en" else catalog(lang).get(message) or message
+    if lang == "en":
+        text = message
+    else:
+        own = page_catalog(lang, _page).get(message) if _page else None
+        text = own or catalog(lang).get(message) or message
     if lang != "en":
         fields = {k: _error_text(v) for k, v in fields.items()}
     return text.format(**fields) if fields else text
@@ -121,8 +180,9 @@ def catalog(lang: str) -> dict[str, str]:
 
     Reads all ``.po`` files under ``locales/<lang>/LC_MESSAGES``. A message can be in several
     catalogs (lib's "attention weights" is also a glossary heading), so the translation of a string
-    that code shows is taken, in this order, from ``lib.po``, then from an entry a page's catalog
-    marks as code (``#. code``), then from any other entry (sorted by path; the first one wins).
+    that code shows is taken (after the page's own catalog: see :func:`tr`) from ``lib.po``, then
+    from an entry a page's catalog marks as code (``#. code``), then from any other entry (sorted by
+    path; the first one wins).
     Fuzzy, obsolete and empty entries are left out, so their English shows.
     """
     if lang not in _catalogs:
