@@ -7,6 +7,7 @@ additive ``attn_mask`` (ALiBi, causal, window), with FlexAttention's ``score_mod
 the style of the models' own code, independently of lib.
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -564,3 +565,29 @@ def test_sink_counted_n_times_is_a_sink_larger_by_ln_n():
     out = (w[..., :5] / w.sum(-1, keepdims=True)) @ v
     want = lib.reference_attention(q, k, v, Recipe(sinks=tuple(x + math.log(3) for x in SINKS), n_heads=4))
     np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+
+
+def test_case_names_in_a_japanese_verdict_are_japanese():
+    """The verdict names the failing cases; in the Japanese edition it names them in Japanese (the
+    keys of PortReport.errors stay English). Every case check_port can run has a translation."""
+    from lib import i18n
+    from lib.experiments import port_check as pc
+
+    recipes = [lib.Recipe(), lib.Recipe(window=6, q_position_factor=lambda p: 1.0 + (p >= 4)),
+               lib.Recipe(head_dim=16)]
+    names = set()
+    for r in recipes:
+        for cache in (False, True):
+            names |= set(pc._cases(r, 0, cache))
+    assert {"base", "long", "negative logits", "cache"} <= names
+    try:
+        i18n.set_language("ja")
+        for n in sorted(names) + ["base (bfloat16)"]:
+            label = pc._case_label(n)
+            assert label != n and not re.search(r"[a-z]{3,}", label.replace("bfloat16", "")), (n, label)
+        report = lib.check_port(lambda q, k, v: 2 * (q[..., :1] * 0 + v), lib.Recipe())
+        assert not report.ok and report.failed
+        assert all(pc._case_label(n) in report.message for n in report.failed[:3])
+        assert not any(f"'{n}'" in report.message for n in names), report.message
+    finally:
+        i18n.set_language(None)

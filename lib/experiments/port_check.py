@@ -912,13 +912,13 @@ def check_port(candidate: Callable, recipe: Recipe | dict | None = None, *, back
         for n, arrays in inputs.items():
             outputs[n] = call(candidate, arrays, backend, layout=layout)
     except Exception as exc:  # noqa: BLE001 - a failing candidate is a finding, not a crash
-        msg = tr("The candidate failed on the case '{case}' ({kind}: {err}).", case=n, kind=type(exc).__name__,
+        msg = tr("The candidate failed on the case '{case}' ({kind}: {err}).", case=_case_label(n), kind=type(exc).__name__,
                  err=exc)
         return PortReport(False, msg, "error", float("inf"), errors, (n,), untested=tuple(untested))
     for n, out in outputs.items():
         want = (*inputs[n][0].shape[:-1], inputs[n][2].shape[-1])
         if out.shape != want:
-            msg = tr("On the case '{case}' the output has shape {got}; it should be {want}.", case=n,
+            msg = tr("On the case '{case}' the output has shape {got}; it should be {want}.", case=_case_label(n),
                      got=tuple(_swap(out, layout).shape), want=tuple(_swap(np.empty(want), layout).shape))
             return PortReport(False, msg, "shape", float("inf"), errors, (n,), untested=tuple(untested))
         errors[n] = _max_err(out, reference_attention(*inputs[n], recipe))
@@ -960,11 +960,24 @@ def check_port(candidate: Callable, recipe: Recipe | dict | None = None, *, back
         return PortReport(False, tr("Differs from the recipe: {what}.", what=text), code, worst, errors, failed,
                           untested=tuple(untested))
     code, text, factor = _diagnose(outputs, inputs, recipe, tol64, float_failed)
-    shown = ", ".join(failed[:3]) + (", …" if len(failed) > 3 else "")
+    shown = ", ".join(_case_label(n) for n in failed[:3]) + (", …" if len(failed) > 3 else "")
     msg = tr("Differs from the recipe: {what}. Largest error {err:.2g} (case '{case}'); {n} of {total} cases "
-             "fail ({cases}).", what=text, err=worst, case=max(errors, key=errors.get), n=len(failed),
+             "fail ({cases}).", what=text, err=worst, case=_case_label(max(errors, key=errors.get)), n=len(failed),
              total=len(errors), cases=shown)
     return PortReport(False, msg, code, worst, errors, failed, factor, tuple(untested))
+
+
+def _case_label(name: str) -> str:
+    """A case's name as the verdict shows it, in the reader's language (``"base (bfloat16)"``: the
+    dtype stays as it is). The names in ``PortReport.errors`` stay English: they are keys."""
+    head, sep, rest = name.partition(" (")
+    labels = {"base": tr("base"), "one head": tr("one head"), "more heads": tr("more heads"),
+              "larger batch": tr("larger batch"), "wide heads": tr("wide heads"), "long": tr("long"),
+              "large logits": tr("large logits"), "negative logits": tr("negative logits"),
+              "beyond the window": tr("beyond the window"), "cache": tr("cache"),
+              "late positions": tr("late positions"),
+              "cache beyond the window": tr("cache beyond the window")}
+    return labels.get(head, head) + sep + rest
 
 
 #: Unit roundoff of the low-precision dtypes.
