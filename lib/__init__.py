@@ -84,7 +84,8 @@ __version__ = "0.1.0"
 # Modules and names that need torch (or matplotlib) load on first access (PEP 562), so `import lib`
 # imports neither.
 _LAZY_MODULES = {"mha": "formula", "device": "infra", "plotting": "infra", "task": "experiments",
-                 "trainer": "experiments", "training": "experiments", "block": "experiments"}
+                 "trainer": "experiments", "training": "experiments", "block": "experiments",
+                 "explore": "experiments", "explorable": "infra"}
 _LAZY = {
     "MultiHeadAttention": ("formula.mha", "MultiHeadAttention"),
     "default_device": ("infra.device", "default_device"),

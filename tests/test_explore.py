@@ -1,0 +1,109 @@
+"""lib.explore and lib.explorable: the explorable figures' numbers (against SciPy and PyTorch) and their
+output (what JupyterLab and the HTML book receive). The browser test drives the drawn figures."""
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+import scipy.special
+import scipy.stats
+import torch
+
+import lib
+from lib.infra import explorable as ex
+
+
+def test_class_softmax_rows_are_scipys_softmax_of_the_classes():
+    rows = lib.explore.class_softmax_data(n_max=3, n_class=7, n_classes=5, seed=11)
+    assert len(rows) == 3 * 2 * 7
+    for n in (1, 3):
+        t = np.stack([lib.exam_totals(7, n, seed=11 + c) for c in range(5)]) / 10.0
+        for scaled in (0, 1):
+            w = scipy.special.softmax(t / (math.sqrt(n) if scaled else 1.0), axis=-1)
+            profile = np.sort(w, axis=-1)[:, ::-1].mean(axis=0)
+            eff = np.exp(scipy.stats.entropy(w, axis=-1)).mean()
+            got = sorted((r for r in rows if r["subjects"] == n and r["scaled"] == scaled), key=lambda r: r["rank"])
+            assert [r["rank"] for r in got] == list(range(1, 8))
+            np.testing.assert_allclose([r["weight"] for r in got], profile, atol=1e-5)
+            assert got[0]["top"] == pytest.approx(profile[0], abs=1e-4) and got[0]["eff"] == pytest.approx(eff, abs=0.01)
+
+
+def test_one_query_rows_are_torchs_softmax_and_its_autograd_jacobian():
+    data = lib.explore.one_query_data(log2_dk=[3, 6], n_keys=5, seed=2)
+    for e in (3, 6):
+        d = 2 ** e
+        rng = np.random.default_rng([2, d])                  # lib.one_query_attention's documented draw
+        q, k = torch.tensor(rng.standard_normal((1, d))), torch.tensor(rng.standard_normal((5, d)))
+        for scaled in (0, 1):
+            z = (q @ k.T)[0] / (math.sqrt(d) if scaled else 1.0)
+            p = torch.softmax(z, -1)
+            J = torch.autograd.functional.jacobian(lambda x: torch.softmax(x, -1), z)
+            w = sorted((r for r in data["weights"] if r["log2dk"] == e and r["scaled"] == scaled),
+                       key=lambda r: r["key"])
+            np.testing.assert_allclose([r["weight"] for r in w], p.numpy(), atol=1e-12)
+            assert w[0]["H"] == pytest.approx(float(scipy.stats.entropy(p.numpy())), abs=1e-9)
+            assert w[0]["norm"] == pytest.approx(float(torch.linalg.norm(J)), abs=1e-9)
+            cells = {(r["row"], r["col"]): r["value"] for r in data["jacobian"]
+                     if r["log2dk"] == e and r["scaled"] == scaled}
+            np.testing.assert_allclose([[cells[i, j] for j in range(5)] for i in range(5)], J.numpy(), atol=1e-12)
+
+
+def test_correlated_scores_follow_the_theory():
+    """Mean ρ√d_k and SD √(1 + ρ²) of the scaled score (chapter caveats), within 5 standard errors."""
+    data = lib.explore.correlated_scores_data(rhos=[-0.3, 0.0, 0.4], log2_dk=[2, 8], n=3000, bins=30)
+    for s in data["stats"]:
+        d, rho = 2 ** s["log2dk"], s["rho"]
+        sd = math.sqrt(1 + rho**2)
+        assert abs(s["mean"] - rho * math.sqrt(d)) < 5 * sd / math.sqrt(3000), s
+        assert abs(s["sd"] - sd) < 0.06, s
+        bins = [b for b in data["bins"] if b["rho"] == rho and b["log2dk"] == s["log2dk"]]
+        assert len(bins) == 30
+        assert sum(b["density"] * (b["x1"] - b["x0"]) for b in bins) == pytest.approx(1.0, abs=1e-3)
+        assert bins[0]["x0"] <= -4 and bins[-1]["x1"] >= 4
+
+
+@pytest.mark.parametrize("chart", ["class_softmax_chart", "one_query_chart", "correlated_scores_chart"])
+def test_each_chart_is_one_output_for_jupyterlab_and_the_html_book(chart, monkeypatch):
+    small = {"class_softmax_chart": dict(n_max=4, n_classes=3), "one_query_chart": dict(log2_dk=[2, 3]),
+             "correlated_scores_chart": dict(rhos=[0.0, 0.2], log2_dk=[2, 6], n=200)}[chart]
+    e = getattr(lib.explore, chart)(**small)
+    bundle = e._repr_mimebundle_()
+    assert set(bundle) == {ex.VEGALITE_MIME, "text/html", "text/plain"}
+    spec = bundle[ex.VEGALITE_MIME]
+    assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v5") and spec["description"] == e.alt
+    html = bundle["text/html"]
+    # the spec travels inside the page, intact; nothing is loaded from another host
+    inner = re.search(r'<script type="application/json" class="explorable-spec">(.*?)</script>', html, re.S).group(1)
+    assert json.loads(inner.replace("<\\/", "</")) == spec
+    assert not re.search(r"https?://(?!vega\.github\.io/schema/|www\.w3\.org/)", html)   # XML namespaces only
+    assert f'data-explorable="{e.name}"' in html and "<svg" in html     # the static figure for print
+    params = [p["name"] for p in spec["params"]]
+    assert len(params) >= 2 and all("bind" in p for p in spec["params"])
+    for p in params:                                   # every control changes what the data filter keeps
+        assert re.search(rf"\b{p}\b", json.dumps(spec)[json.dumps(spec).index("filter"):])
+
+
+def test_japanese_charts_have_japanese_labels():
+    try:
+        lib.set_language("ja")
+        spec = lib.explore.class_softmax_chart(n_max=2, n_classes=2).spec
+    finally:
+        lib.set_language(None)
+    text = json.dumps(spec, ensure_ascii=False)
+    assert re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", spec["description"])
+    assert "student, ranked" not in text and "raw totals" not in text
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="name"):
+        lib.explorable.explorable({"$schema": "https://vega.github.io/schema/vega-lite/v5.20.1.json"},
+                                  name="Bad Name", alt="x")
+    with pytest.raises(ValueError, match="alt"):
+        lib.explorable.explorable({"$schema": "https://vega.github.io/schema/vega-lite/v5.20.1.json"},
+                                  name="ok", alt=" ")
+    with pytest.raises(ValueError, match="vega-lite/v5"):
+        lib.explorable.explorable({"$schema": "https://vega.github.io/schema/vega-lite/v6.1.json"},
+                                  name="ok", alt="x")
+    with pytest.raises(ValueError, match="n_classes"):
+        lib.explore.class_softmax_data(n_classes=0)
