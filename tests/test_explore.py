@@ -63,10 +63,34 @@ def test_correlated_scores_follow_the_theory():
         assert bins[0]["x0"] <= -4 and bins[-1]["x1"] >= 4
 
 
-@pytest.mark.parametrize("chart", ["class_softmax_chart", "one_query_chart", "correlated_scores_chart"])
+def test_the_exact_scaled_scores_are_the_dot_products_in_distribution():
+    """(X − Y)/(2√d) with X, Y ~ χ²(d) against lib.sample_dot_products (d products summed): the same law
+    (two-sample Kolmogorov-Smirnov, SciPy), variance 1 and excess kurtosis 6/d."""
+    rng = np.random.default_rng(7)
+    for d in (1, 4, 64):
+        exact = lib.explore.scaled_scores_exact(d, 200_000, rng)
+        summed = lib.sample_dot_products(d, 20_000, seed=d, scale=None)
+        assert scipy.stats.ks_2samp(exact, summed).pvalue > 0.01, d
+        assert exact.var() == pytest.approx(1.0, abs=0.01)
+        assert scipy.stats.kurtosis(exact) == pytest.approx(6 / d, abs=0.15 + 0.05 * 6 / d)
+
+
+def test_variance_spread_is_the_percentiles_of_measured_variances():
+    rows = lib.explore.variance_spread_data(sizes=(20,), log2_dk=[3], repeats=50, seed=3)
+    z = lib.explore.scaled_scores_exact(8, (50, 20), np.random.default_rng(3))
+    v = z.var(axis=-1, ddof=1)
+    r, = rows
+    assert (r["lo"], r["mid"], r["hi"]) == pytest.approx(tuple(np.percentile(v, [5, 50, 95])), abs=1e-4)
+    sd = math.sqrt(2 / 19 + (6 / 8) / 20)                # eq-se-var, sigma^2 = 1, kappa = 6/d_k
+    assert (r["band_lo"], r["band_hi"]) == pytest.approx((1 - 2 * sd, 1 + 2 * sd), abs=1e-4)
+
+
+@pytest.mark.parametrize("chart", ["class_softmax_chart", "one_query_chart", "correlated_scores_chart",
+                                   "variance_spread_chart"])
 def test_each_chart_is_one_output_for_jupyterlab_and_the_html_book(chart, monkeypatch):
     small = {"class_softmax_chart": dict(n_max=4, n_classes=3), "one_query_chart": dict(log2_dk=[2, 3]),
-             "correlated_scores_chart": dict(rhos=[0.0, 0.2], log2_dk=[2, 6], n=200)}[chart]
+             "correlated_scores_chart": dict(rhos=[0.0, 0.2], log2_dk=[2, 6], n=200),
+             "variance_spread_chart": dict(sizes=(10, 50), log2_dk=[0, 4], repeats=20)}[chart]
     e = getattr(lib.explore, chart)(**small)
     bundle = e._repr_mimebundle_()
     assert set(bundle) == {ex.VEGALITE_MIME, "text/html", "text/plain"}
@@ -79,7 +103,7 @@ def test_each_chart_is_one_output_for_jupyterlab_and_the_html_book(chart, monkey
     assert not re.search(r"https?://(?!vega\.github\.io/schema/|www\.w3\.org/)", html)   # XML namespaces only
     assert f'data-explorable="{e.name}"' in html and "<svg" in html     # the static figure for print
     params = [p["name"] for p in spec["params"]]
-    assert len(params) >= 2 and all("bind" in p for p in spec["params"])
+    assert params and all("bind" in p for p in spec["params"])
     for p in params:                                   # every control changes what the data filter keeps
         assert re.search(rf"\b{p}\b", json.dumps(spec)[json.dumps(spec).index("filter"):])
 

@@ -14,13 +14,14 @@ import numpy as np
 from ..formula.attention import softmax
 from ..formula.metrics import attention_entropy
 from ..formula.saturation import one_query_attention
-from ..formula.simulate import exam_totals, sample_dot_products
+from ..formula.simulate import exam_totals, sample_dot_products, variance_standard_error
 from ..infra.checks import positive_int
 from ..infra.explorable import explorable
 from ..infra.i18n import tr
 
 __all__ = ["class_softmax_data", "class_softmax_chart", "one_query_data", "one_query_chart",
-           "correlated_scores_data", "correlated_scores_chart"]
+           "correlated_scores_data", "correlated_scores_chart", "variance_spread_data", "variance_spread_chart",
+           "scaled_scores_exact", "sweep_rows", "sweep_chart"]
 
 #: The colours of lib.plotting (unscaled magenta, scaled green), repeated here so that building a chart
 #: does not import matplotlib.
@@ -208,3 +209,134 @@ def correlated_scores_chart(**kwargs):
     return explorable(chart, name="caveats-correlated-scores",
                       alt=tr("The histogram of the scaled scores against the standard normal curve, for the "
                              "correlation ρ and the key width d_k chosen with the sliders."))
+
+
+def scaled_scores_exact(d_k: int, shape, rng: np.random.Generator) -> np.ndarray:
+    """Scaled scores q·k/√d_k of independent N(0, 1) d_k-vectors, drawn exactly in O(1) per score:
+    (X − Y)/(2√d_k) with X, Y independent χ²(d_k) (see :func:`variance_spread_data`)."""
+    d_k = positive_int("d_k", d_k)
+    return (rng.chisquare(d_k, shape) - rng.chisquare(d_k, shape)) / (2 * math.sqrt(d_k))
+
+
+#: The numbers of scores per experiment chapter `variance`'s explorable figure offers.
+SPREAD_N = (10, 20, 50, 100, 200, 500, 1000)
+
+
+def variance_spread_data(*, sizes=SPREAD_N, log2_dk=range(0, 11), repeats: int = 200,
+                         seed: int = 0) -> list[dict]:
+    """Chapter `variance`: how far one experiment's measured variance of q·k/√d_k strays from 1, for
+    ``repeats`` experiments of n scores each (n in ``sizes``) at d_k = 2**e.
+
+    A scaled score is drawn exactly, without its d_k products: for q, k with independent N(0, 1)
+    components, q·k = (|a|² − |b|²)/2 with a = (q + k)/√2 and b = (q − k)/√2 independent N(0, I), so
+    q·k/√d_k = (X − Y)/(2√d_k) with X, Y independent χ²(d_k) (``tests/test_explore.py`` compares it
+    with ``lib.sample_dot_products``).
+
+    Rows ``{"n", "log2dk", "lo", "mid", "hi", "band_lo", "band_hi"}``: the 5th, 50th and 95th percentiles
+    of the measured variances, and the theory 1 ± 2 sd of one experiment (``lib.variance_standard_error``,
+    σ² = 1, κ = 6/d_k)."""
+    repeats = positive_int("repeats", repeats)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in sizes:
+        n = positive_int("n", n, minimum=2)
+        for e in log2_dk:
+            d = 2 ** int(e)
+            z = scaled_scores_exact(d, (repeats, n), rng)
+            v = z.var(axis=-1, ddof=1)
+            lo, mid, hi = np.percentile(v, [5, 50, 95])
+            sd = variance_standard_error(1.0, n, 6 / d)
+            rows.append({"n": n, "log2dk": int(e), "dk": d, "lo": round(float(lo), 4),
+                         "mid": round(float(mid), 4), "hi": round(float(hi), 4),
+                         "band_lo": round(1 - 2 * sd, 4), "band_hi": round(1 + 2 * sd, 4)})
+    return rows
+
+
+def variance_spread_chart(**kwargs):
+    """The explorable form of chapter `variance`'s figure of the scaled variance against d_k: choose the
+    number of scores per experiment and see how far one experiment strays from 1."""
+    import altair as alt  # noqa: PLC0415
+
+    rows = variance_spread_data(**kwargs)
+    sizes = sorted({r["n"] for r in rows})
+    n = alt.param(name="n", value=50 if 50 in sizes else sizes[0],
+                  bind=alt.binding_select(options=sizes, name=tr("scores per experiment") + " "))
+    base = alt.Chart(alt.Data(values=rows)).transform_filter("datum.n == n")
+    exps = sorted({r["log2dk"] for r in rows})
+    x = alt.X("log2dk:Q", title="d_k", scale=alt.Scale(domain=[min(exps) - 0.3, max(exps) + 0.3], nice=False),
+              axis=alt.Axis(values=exps, labelExpr="pow(2, datum.value)", grid=False))
+    band = base.mark_area(color=THEORY, opacity=0.12).encode(x=x, y="band_lo:Q", y2="band_hi:Q")
+    spread = base.mark_rule(color=SCALED, strokeWidth=3, opacity=0.6).encode(x=x, y="lo:Q", y2="hi:Q")
+    mid = base.mark_point(color=SCALED, filled=True, size=50).encode(
+        x=x, y=alt.Y("mid:Q", title=tr("variance of q·k/√d_k"), scale=alt.Scale(domain=[0, 3], clamp=True)),
+        tooltip=[alt.Tooltip("dk:Q", title="d_k"), alt.Tooltip("n:Q", title=tr("scores per experiment")),
+                 alt.Tooltip("lo:Q", title="5 %", format=".2f"), alt.Tooltip("mid:Q", title="50 %", format=".2f"),
+                 alt.Tooltip("hi:Q", title="95 %", format=".2f")])
+    one = alt.Chart(alt.Data(values=[{"y": 1}])).mark_rule(color=THEORY, strokeDash=[5, 3]).encode(y="y:Q")
+    chart = (alt.layer(band, spread, mid, one).add_params(n)
+             .properties(width="container", height=240)
+             .configure_axis(labelFontSize=12, titleFontSize=13))
+    return explorable(chart, name="variance-spread",
+                      alt=tr("The variance of the scaled score measured by one experiment, 5th to 95th "
+                             "percentile of 200 experiments, against d_k, for the number of scores per "
+                             "experiment chosen in the menu; grey: the theory's 1 plus or minus 2 standard "
+                             "deviations."))
+
+
+def sweep_rows(sweep: dict, threshold: float = 1.0) -> list[dict]:
+    """Chapter `tuning`'s learning-rate sweep as rows: ``sweep`` maps an optimiser's name to a dict
+    ``(scale, lr) -> [TrainResult per seed]`` (``scale`` None: scaled, 1.0: unscaled).
+
+    Rows ``{"opt", "measure", "scaled", "lr", "seed", "value", "id"}``: ``opt`` the optimiser's index in
+    ``sweep``, ``measure`` 0 for the steps to a loss below ``threshold`` and 1 for the final loss,
+    ``scaled`` 1 or 0, ``id`` a key that names the run."""
+    if not isinstance(sweep, dict) or not sweep:
+        raise ValueError("sweep_rows: sweep must map an optimiser's name to {(scale, lr): [TrainResult, ...]}")
+    rows = []
+    for o, (name, res) in enumerate(sweep.items()):
+        for (scale, lr), runs in res.items():
+            for r in runs:
+                for m, value in enumerate((r.steps_to(threshold), r.final_loss())):
+                    rows.append({"opt": o, "measure": m, "scaled": int(scale is None), "lr": float(lr),
+                                 "seed": int(r.seed), "value": round(float(value), 5),
+                                 "id": f"{int(scale is None)}/{float(lr):g}/{int(r.seed)}"})
+    return rows
+
+
+def sweep_chart(sweep: dict, threshold: float = 1.0):
+    """The explorable form of chapter `tuning`'s sweep: for the optimiser and the measure chosen, every
+    seed's run (points; hover for the seed) and the median over the seeds (line), against the rate."""
+    import altair as alt  # noqa: PLC0415
+
+    rows = sweep_rows(sweep, threshold)
+    names = list(sweep)
+    opt = alt.param(name="opt", value=0, bind=alt.binding_radio(options=list(range(len(names))), labels=names,
+                                                               name=tr("optimiser") + " "))
+    measure = alt.param(name="measure", value=1, bind=alt.binding_radio(
+        options=[0, 1], labels=[tr("steps to < 1 nat"), tr("final loss (nats)")], name=tr("measure") + " "))
+    base = alt.Chart(alt.Data(values=rows)).transform_filter("datum.opt == opt && datum.measure == measure")
+    scaled_word, unscaled_word = tr("scaled"), tr("unscaled")
+    colour = alt.Color("scaled:N", scale=alt.Scale(domain=[1, 0], range=[SCALED, UNSCALED]),
+                       legend=alt.Legend(title=None, orient="top-right", labelExpr=(
+                           f"datum.value == 1 ? '{scaled_word}' : '{unscaled_word}'")))
+    steps_word, loss_word = tr("steps to < 1 nat"), tr("final loss (nats)")
+    x = alt.X("lr:Q", title=tr("learning rate"), scale=alt.Scale(type="log", nice=False, padding=12))
+    y = alt.Y("value:Q", title=None, scale=alt.Scale(type="log", nice=False, padding=8))
+    # the y axis's name follows the measure (an axis title cannot): a text over the axis
+    y_name = alt.Chart(alt.Data(values=[{}])).transform_calculate(
+        label=f"measure == 0 ? '{steps_word}' : '{loss_word}'").mark_text(
+        align="left", baseline="bottom", fontSize=13, fontWeight="bold", dx=-30).encode(
+        x=alt.value(0), y=alt.value(-8), text="label:N")
+    points = base.mark_point(size=36, opacity=0.7).encode(
+        x=x, y=y, color=colour, tooltip=[alt.Tooltip("seed:Q", title=tr("seed")),
+                                         alt.Tooltip("lr:Q", title=tr("learning rate"), format="g"),
+                                         alt.Tooltip("value:Q", title=tr("value"), format=".3g")])
+    medians = base.transform_aggregate(median="median(value)", groupby=["scaled", "lr"]).mark_line(
+        strokeWidth=2).encode(x=x, y=alt.Y("median:Q"), color=colour)
+    chart = (alt.layer(points, medians, y_name).add_params(opt, measure)
+             .properties(width="container", height=260)
+             .configure_axis(labelFontSize=12, titleFontSize=13))
+    return explorable(chart, name="tuning-sweep",
+                      alt=tr("Steps to a loss below 1 nat or the final loss against the learning rate, one "
+                             "point per seed and a line through the medians, scaled and unscaled, for the "
+                             "optimiser and the measure chosen with the controls."))

@@ -13,6 +13,7 @@ For each figure of ``EXPLORABLES`` and each edition, in headless Chromium on the
 """
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -31,6 +32,15 @@ EXPLORABLES = {
     "book/softmax_saturation.html": [
         ("softmax-one-query", "one_query_data", "weights", "concat_0_layer_0_marks", ("log2dk", "scaled"), "key",
          "weight"),
+    ],
+    "book/variance.html": [
+        ("variance-spread", "variance_spread_data", None, "layer_2_marks", ("n",), "log2dk", "mid"),
+    ],
+    "book/tuning.html": [
+        # the rows come from the chapter's training runs, too long to repeat here: the test compares
+        # what is drawn with the rows the page embeds (lib.explore.sweep_rows of those runs), and the
+        # line with the median of the points
+        ("tuning-sweep", None, None, "layer_0_marks", ("opt", "measure"), "id", "value"),
     ],
     "book/caveats.html": [
         ("caveats-correlated-scores", "correlated_scores_data", "bins", "layer_0_marks", ("rho", "log2dk"), "x0",
@@ -52,7 +62,9 @@ DRAWN_JS = """
   })(view.scenegraph().root);
   return {drawn: out, signals: Object.fromEntries(
     Array.from(document.querySelectorAll('[data-explorable="' + name + '"] .vega-bindings input'))
-      .filter(i => i.type !== 'radio' || i.checked).map(i => [i.name, Number(i.value)]))};
+      .filter(i => i.type !== 'radio' || i.checked).map(i => [i.name, Number(i.value)])
+      .concat(Array.from(document.querySelectorAll('[data-explorable="' + name + '"] .vega-bindings select'))
+      .map(s => [s.name, Number(s.value)])))};
 }
 """
 
@@ -60,6 +72,12 @@ DRAWN_JS = """
 def _rows(function: str, part: str | None) -> list[dict]:
     out = getattr(lib.explore, function)()
     return out if part is None else out[part]
+
+
+def _embedded_rows(spec: dict) -> list[dict]:
+    """The rows a layered spec draws, where Altair put them (top-level ``data`` or the first layer's)."""
+    data = spec.get("data") or spec["layer"][0]["data"]
+    return data["values"] if "values" in data else spec["datasets"][data["name"]]
 
 
 def _setting(rows, keys, values, order):
@@ -92,7 +110,8 @@ def test_explorable_figures_turn_offline_with_the_keyboard(browser, server, page
             fig = page.locator(f'figure.explorable[data-explorable="{name}"]')
             assert fig.count() == 1, f"{name}: no explorable figure on {edition}{page_path}"
             assert fig.locator(".explorable-static svg").count() == 1, f"{name}: no static SVG for print"
-            rows = _rows(function, part)
+            rows = (_rows(function, part) if function else
+                    _embedded_rows(json.loads(fig.locator("script.explorable-spec").text_content())))
             first = _drawn(page, name, mark)
             assert first is not None, f"{name}: the chart was not drawn"
             assert fig.locator(".explorable-static").is_hidden(), f"{name}: static SVG still shown on screen"
@@ -113,6 +132,11 @@ def test_explorable_figures_turn_offline_with_the_keyboard(browser, server, page
             if radios.count():
                 radios.first.focus()
                 page.keyboard.press("ArrowRight")
+            menus = fig.locator(".vega-bindings select")
+            for i in range(menus.count()):
+                menus.nth(i).focus()
+                page.keyboard.press("Home")
+                page.keyboard.press("ArrowDown")
             second = _drawn(page, name, mark)
             after = tuple(second["signals"][k] for k in keys)
             assert after != before, f"{name}: the keyboard did not move the controls ({before} -> {after})"
