@@ -101,7 +101,7 @@ def test_each_chart_is_one_output_for_jupyterlab_and_the_html_book(chart, monkey
     inner = re.search(r'<script type="application/json" class="explorable-spec">(.*?)</script>', html, re.S).group(1)
     assert json.loads(inner.replace("<\\/", "</")) == spec
     assert not re.search(r"https?://(?!vega\.github\.io/schema/|www\.w3\.org/)", html)   # XML namespaces only
-    assert f'data-explorable="{e.name}"' in html and "<svg" in html     # the static figure for print
+    assert f'data-explorable="{e.name}"' in html and "<svg" not in html  # the build adds the static SVG
     params = [p["name"] for p in spec["params"]]
     assert params and all("bind" in p for p in spec["params"])
     for p in params:                                   # every control changes what the data filter keeps
@@ -131,3 +131,27 @@ def test_bad_input_is_named():
                                   name="ok", alt="x")
     with pytest.raises(ValueError, match="n_classes"):
         lib.explore.class_softmax_data(n_classes=0)
+
+
+def test_the_build_puts_a_static_svg_in_each_figure():
+    """tools/vegaext.py: each explorable figure of a page gets the chart at its first setting as SVG (for
+    print and pages without JavaScript), named by the figure's alt text; a second pass adds nothing."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import vegaext
+
+    figs = [lib.explore.class_softmax_chart(n_max=3, n_classes=2),
+            lib.explore.variance_spread_chart(sizes=(10,), log2_dk=[0, 1], repeats=5)]
+    body = "<p>text</p>" + "".join(f.html() for f in figs)
+    out = vegaext.with_static_figures(body)
+    assert out.count('<div class="explorable-static"><svg role="img"') == 2
+    import html
+
+    for f in figs:
+        assert f'<svg role="img" aria-label="{html.escape(f.alt, quote=True)}"' in out
+    assert vegaext.with_static_figures(out) == out
+    svg = re.search(r'<div class="explorable-static">(<svg.*?</svg>)', out, re.S).group(1)
+    width = float(re.search(r'\bwidth="([0-9.]+)"', svg.split(">", 1)[0]).group(1))
+    assert 560 <= width < 700                    # a column-wide chart, drawn 560 px wide plus its axis

@@ -7,10 +7,10 @@ of the precomputed rows the chart shows. :func:`explorable` turns a chart into o
 
 - in JupyterLab, the Vega-Lite MIME type (``application/vnd.vegalite.v5+json``), which JupyterLab draws
   itself, offline;
-- in the HTML book, a ``<figure class="explorable">`` holding the spec, a small script that draws it
-  with Vega-Embed (whose JavaScript, vl-convert's bundle, the book serves from its own ``_static``:
-  ``tools/vegaext.py``), and a static SVG of the chart at its first setting, shown for print and where
-  JavaScript does not run.
+- in the HTML book, a ``<figure class="explorable">`` holding the spec and a small script that draws it
+  with Vega-Embed (whose JavaScript, vl-convert's bundle, the book serves from its own ``_static``);
+  the build (``tools/vegaext.py``) adds a static SVG of the chart at its first setting, shown for print
+  and where JavaScript does not run. lib itself needs only Altair.
 
 The drawn chart's Vega view is kept in ``window.bookExplorables[name]`` for the browser test, which
 moves each control and compares what is drawn with ``lib``.
@@ -26,8 +26,6 @@ __all__ = ["Explorable", "explorable", "VEGALITE_MIME"]
 #: The MIME type JupyterLab 4 draws natively (Altair 5 writes Vega-Lite v5 specs).
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
 _NAME = re.compile(r"[a-z][a-z0-9-]*")
-#: The width (px) of a static SVG whose live chart fills its column.
-STATIC_WIDTH = 560
 
 _EMBED_JS = """
 (function () {
@@ -47,23 +45,17 @@ _EMBED_JS = """
 
 
 class Explorable:
-    """One explorable figure: ``spec`` (a Vega-Lite v5 dict), ``name`` (its id on the page), ``alt``
-    (what it shows, in the page's language) and ``static_svg`` (or ``None`` where vl-convert is not
-    installed: the learner's environment, where JupyterLab draws the spec)."""
+    """One explorable figure: ``spec`` (a Vega-Lite v5 dict), ``name`` (its id on the page) and ``alt``
+    (what it shows, in the page's language). The HTML build (``tools/vegaext.py``) adds the static SVG."""
 
-    def __init__(self, spec: dict, name: str, alt: str, static_svg: str | None):
-        self.spec, self.name, self.alt, self.static_svg = spec, name, alt, static_svg
+    def __init__(self, spec: dict, name: str, alt: str):
+        self.spec, self.name, self.alt = spec, name, alt
 
     def html(self) -> str:
         fid = f"explorable-{self.name}"
         spec = json.dumps(self.spec, ensure_ascii=False).replace("</", "<\\/")
-        static = ""
-        if self.static_svg:
-            svg = re.sub(r"^<svg\b", f'<svg role="img" aria-label="{html.escape(self.alt, quote=True)}"',
-                         self.static_svg.strip(), count=1)
-            static = f'<div class="explorable-static">{svg}</div>'
-        return (f'<figure class="explorable" id="{fid}" data-explorable="{self.name}">'
-                f"{static}"
+        return (f'<figure class="explorable" id="{fid}" data-explorable="{self.name}" '
+                f'aria-label="{html.escape(self.alt, quote=True)}">'
                 f'<div class="explorable-live"></div>'
                 f'<script type="application/json" class="explorable-spec">{spec}</script>'
                 f"<script>{_EMBED_JS % {'id': json.dumps(fid)}}</script>"
@@ -80,8 +72,8 @@ def explorable(chart, *, name: str, alt: str) -> Explorable:
     """``chart`` (an Altair chart, or a Vega-Lite v5 spec as a dict) as an explorable figure.
 
     ``name``: its id on the page (lower case, digits and hyphens; unique in the book). ``alt``: one
-    sentence saying what the figure shows, in the reader's language (the static SVG's accessible name
-    and the chart's ``description``, which Vega gives the drawn SVG as its ``aria-label``).
+    sentence saying what the figure shows, in the reader's language (the figure's and the static SVG's
+    accessible name, and the chart's ``description``, which Vega gives the drawn SVG as its ``aria-label``).
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"explorable: name must be lower-case letters, digits and hyphens, starting with a "
@@ -94,31 +86,4 @@ def explorable(chart, *, name: str, alt: str) -> Explorable:
                          f"(its $schema names vega-lite/v5); got $schema {spec.get('$schema')!r}"
                          if isinstance(spec, dict) else
                          f"explorable: chart must be an Altair chart or a dict; got {type(chart).__name__}")
-    spec = {**spec, "description": alt}
-    # The live chart fills its column (width "container"); the static SVG is drawn at a fixed width.
-    static = {**spec, "width": STATIC_WIDTH} if spec.get("width") == "container" else spec
-    return Explorable(spec, name, alt, _static_svg(static))
-
-
-_fonts_registered = False
-
-
-def _static_svg(spec: dict) -> str | None:
-    """The chart at its first setting as SVG, drawn by vl-convert (``None`` if it is not installed)."""
-    global _fonts_registered
-    try:
-        import vl_convert as vlc  # noqa: PLC0415 - the authors' environment only
-    except ImportError:
-        return None
-    if not _fonts_registered:
-        try:  # the Japanese font the figures use, so that vl-convert measures Japanese text right
-            import matplotlib_fontja  # noqa: PLC0415
-            from pathlib import Path  # noqa: PLC0415
-
-            vlc.register_font_directory(str(Path(matplotlib_fontja.__file__).parent / "fonts"))
-        except (ImportError, OSError, ValueError):
-            pass
-        _fonts_registered = True
-    version = str(spec["$schema"]).rsplit("/v", 1)[-1].removesuffix(".json")
-    major_minor = ".".join(version.split(".")[:2])
-    return vlc.vegalite_to_svg(spec, vl_version=major_minor)
+    return Explorable({**spec, "description": alt}, name, alt)
