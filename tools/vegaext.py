@@ -34,12 +34,16 @@ def write_bundle() -> Path:
     """``_build/vega/vega-bundle.js``, written if missing or from another vl-convert version."""
     import vl_convert as vlc
 
-    stamp = f"/* vl-convert {vlc.__version__}, Vega-Lite {VL_VERSION} */\n"
+    stamp = f"/* vl-convert {vlc.__version__}, Vega-Lite {VL_VERSION}, in a function scope */\n"
     path = BUNDLE_DIR / BUNDLE
     if not (path.is_file() and path.read_text(encoding="utf-8").startswith(stamp)):
         BUNDLE_DIR.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{__import__('os').getpid()}.tmp")
-        tmp.write_text(stamp + vlc.javascript_bundle(vl_version=VL_VERSION), encoding="utf-8")
+        # In a function scope: the bundle's top-level declarations (`const _`, ...) would otherwise share
+        # the page's global scope with the theme's scripts ("Identifier '_' has already been declared").
+        # Its last statements set window.vegaEmbed, window.vega and window.vegaLite.
+        body = vlc.javascript_bundle(vl_version=VL_VERSION)
+        tmp.write_text(stamp + "(function () {\n" + body + "\n})();\n", encoding="utf-8")
         tmp.replace(path)                       # two editions building side by side: atomic
     return path
 

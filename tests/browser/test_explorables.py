@@ -86,7 +86,8 @@ def _setting(rows, keys, values, order):
 
 
 def _open(browser, server, url, width=1200):  # noqa: F811
-    page = browser.new_page(viewport={"width": width, "height": 900})
+    page = browser.new_page()
+    page.set_viewport_size({"width": width, "height": 900})
     watch = _Watch(page)
     page.goto(url)
     return page, watch
