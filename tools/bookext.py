@@ -16,6 +16,10 @@ Loaded by ``_config.yml`` (listed in ``sphinx.config.extensions``, before sphinx
    a dictionary (``tools/booksearch.py``).
 7. In the Japanese notebooks, the prompts of the cells a learner edits ("# your code here") in
    Japanese (``locales/<lang>/LC_MESSAGES/prompts.po``).
+8. Accessibility (WCAG 2.1 A and AA; ``tests/browser/test_pages.py`` runs axe-core on every page):
+   two fixes of the stack's HTML, at build time (:func:`_accessible_markup`); ``tools/static/book.css``
+   and ``tools/static/book.js`` (link contrast, keyboard access to the boxes that scroll) and the two
+   theme components overridden in ``tools/templates`` (the colour-mode and search buttons) do the rest.
 """
 from __future__ import annotations
 
@@ -46,9 +50,11 @@ def _language_switch(app: Sphinx, pagename, templatename, context, doctree):
 
 
 def _book_css(app: Sphinx, config):
-    """``tools/static/book.css``: the switch in one header row, no sideways scroll on a phone."""
+    """``tools/static/book.css``: the switch in one header row, no sideways scroll on a phone, link
+    contrast; ``tools/static/book.js``: keyboard access to the boxes that scroll (8)."""
     config.html_static_path = [*config.html_static_path, str(HERE / "static")]
     app.add_css_file("book.css")
+    app.add_js_file("book.js", loading_method="defer")
 
 
 # 5. Notebooks for learners and trainers -------------------------------------------------------------
@@ -153,6 +159,32 @@ def _pending_notice(app: Sphinx, doctree):
     top.insert(1 if top.children and isinstance(top[0], nodes.title) else 0, note)
 
 
+# 8. Accessibility: the stack's markup that fails WCAG 2.1, fixed as each page is written ----------------
+
+#: (what the stack writes, what the page gets instead, why). Each is a plain string replacement in the
+#: page body (``context["body"]``), so that a change upstream makes it a no-op, never a broken page;
+#: the browser test's axe run then names the rule again.
+ACCESSIBLE_MARKUP = (
+    # myst-nb (sphinx_.py visit_HideCellInput) names the summary of a hidden code cell "Toggle hidden
+    # content", while it shows "Show code cell source" (WCAG 2.5.3 Label in Name: a speech user says
+    # what they see). Without the aria-label the summary's name is its visible text.
+    ('<summary aria-label="Toggle hidden content">', "<summary>", "label-content-name-mismatch"),
+    # docutils' HTML5 writer (visit_citation, sphinxcontrib-bibtex's bibliography) puts role
+    # "doc-biblioentry" on each entry of a role="list": that role is deprecated in DPUB-ARIA 1.1 and
+    # is no listitem, so the list has no valid item (axe: aria-required-children, critical).
+    ('role="doc-biblioentry"', 'role="listitem"', "aria-required-children, aria-deprecated-role"),
+)
+
+
+def _accessible_markup(app: Sphinx, pagename, templatename, context, doctree):
+    body = context.get("body")
+    if not isinstance(body, str):
+        return
+    for old, new, _rule in ACCESSIBLE_MARKUP:
+        body = body.replace(old, new)
+    context["body"] = body
+
+
 def setup(app: Sphinx):
     import booksearch
 
@@ -162,6 +194,7 @@ def setup(app: Sphinx):
 
     upstream.install(app)          # patches 1-7 and 20 (tools/upstream.py)
     app.connect("html-page-context", _language_switch)
+    app.connect("html-page-context", _accessible_markup)
     app.connect("doctree-read", _pending_notice)
     app.connect("config-inited", _book_css)
     app._book_pages_written = set()

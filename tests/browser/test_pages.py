@@ -14,13 +14,20 @@ fails on:
   cross-reference (an ``xref`` outside a link, ``??``), a role left as raw text (``{term}`...```),
   a docutils/Sphinx error node, an error traceback in a cell output;
 - a live widget in the HTML (a widget view has no JavaScript offline: an empty box). Widget cells are
-  tagged ``remove-output`` and followed by a static figure.
+  tagged ``remove-output`` and followed by a static figure;
+- an accessibility violation of impact "serious" or "critical" that axe-core finds with the WCAG 2.0
+  and 2.1 rules of levels A and AA (tags ``wcag2a``, ``wcag2aa``, ``wcag21a``, ``wcag21aa``), plus
+  ``label-content-name-mismatch`` (WCAG 2.5.3, which axe-core still files as experimental): contrast,
+  names of buttons and links, keyboard access to the boxes that scroll, roles, table headers... The
+  page is checked as it is after load, at 1366 x 900, in light mode. axe-core's ``axe.min.js`` comes
+  from the wheel of ``axe-playwright-python`` (requirements.txt; constraints.txt pins the version), read
+  from disk: nothing is fetched. A "moderate" or "minor" finding is not a failure.
 
 The search page is also checked: a query must return results without the network.
 
 Chromium: Debian's ``chromium`` (or ``$CHROMIUM``), driven by Playwright's Python package with
-``executable_path`` (Playwright's own browser download is not used). Where Chromium or Playwright is
-missing the test skips and says so, unless ``REQUIRE_BROWSER_TEST=1`` (set by ``.ci/run``), where it
+``executable_path`` (Playwright's own browser download is not used). Where Chromium, Playwright or
+axe-playwright-python is missing the test skips and says so, unless ``REQUIRE_BROWSER_TEST=1`` (set by ``.ci/run``), where it
 fails. ``BROWSER_SCREENSHOTS=/some/dir`` saves a full-page PNG of every page.
 """
 from __future__ import annotations
@@ -171,6 +178,63 @@ def browser():
 
 EXTERNAL: list[str] = []  # every request that tried to leave the machine, over all pages
 VISITED: list[str] = []  # the pages opened so far
+AXE_SECONDS: list[float] = []  # the time axe-core took on each page
+
+
+# --- Accessibility: axe-core on every page ---------------------------------------------------------------
+
+#: axe-core's tags for WCAG 2.0 and 2.1, levels A and AA.
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+#: WCAG 2.1 rules that axe-core files as "experimental", which a run by tag leaves out: run them too.
+#: label-content-name-mismatch is WCAG 2.5.3 Label in Name (a button's visible text is in its name).
+AXE_EXTRA_RULES = ["label-content-name-mismatch"]
+#: The impacts that fail a page.
+AXE_FAILING = ("serious", "critical")
+
+AXE_RUN_JS = r"""
+async ([tags, extra]) => {
+  const rules = Object.fromEntries(extra.map((id) => [id, {enabled: true}]));
+  const result = await axe.run(document, {runOnly: {type: 'tag', values: tags}, rules,
+                                          resultTypes: ['violations']});
+  return result.violations.map((v) => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map((n) => n.target.map((t) => Array.isArray(t) ? t.join(' >>> ') : t).join(' ')),
+  }));
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def axe_source():
+    """axe-core's ``axe.min.js``, from the axe-playwright-python wheel (no network)."""
+    try:
+        import axe_playwright_python
+    except ImportError:
+        _unavailable("the Python package `axe-playwright-python` (axe-core for the accessibility check) "
+                     "is missing: run `make install`")
+    path = Path(axe_playwright_python.__file__).with_name("axe.min.js")
+    if not path.is_file():
+        _unavailable(f"{path} missing: axe-playwright-python no longer ships axe-core's axe.min.js")
+    return path.read_text(encoding="utf8")
+
+
+def _axe_problems(page, axe_source: str) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now: rule, impact, what it asks
+    for, how many nodes and the first few of them (CSS selectors)."""
+    import time
+
+    start = time.perf_counter()
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.add_script_tag(content=axe_source)
+    violations = page.evaluate(AXE_RUN_JS, [AXE_TAGS, AXE_EXTRA_RULES])
+    AXE_SECONDS.append(time.perf_counter() - start)
+    out = []
+    for v in violations:
+        if v["impact"] in AXE_FAILING:
+            nodes = v["nodes"]
+            shown = "; ".join(nodes[:4]) + (f"; ... ({len(nodes) - 4} more)" if len(nodes) > 4 else "")
+            out.append(f"accessibility (axe {v['id']}, {v['impact']}): {v['help']}: {len(nodes)} node(s): {shown}")
+    return out
 
 
 # Waits for MathJax (when the page has math) and collects every problem the DOM shows.
@@ -303,8 +367,9 @@ class _Watch:
 
 
 @pytest.mark.parametrize("page_path", PAGES or ["<no pages>"])
-def test_page(browser, server, page_path):
-    """One page: no request leaves the machine, and nothing is broken or left unrendered."""
+def test_page(browser, server, axe_source, page_path):
+    """One page: no request leaves the machine, nothing is broken or left unrendered, and axe-core
+    finds no serious or critical accessibility violation."""
     if page_path == "<no pages>":
         _unavailable(f"no pages found under {HTML_DIR}: build the book first")
     page = browser.new_page()
@@ -320,6 +385,7 @@ def test_page(browser, server, page_path):
         found += page.evaluate(INSPECT_JS, COLUMN_PX)
         found += _edition_problems(page, page_path)
         page.wait_for_load_state("networkidle", timeout=30_000)
+        found += _axe_problems(page, axe_source)
         if page_path == "search.html":
             found += _search_problems(page, server, "", ["softmax"])
         if page_path == "ja/search.html":
@@ -441,6 +507,34 @@ def test_checks_catch_a_broken_page(browser, server):
     assert not missed, f"the checks missed: {missed}\nthey reported:\n{report}"
 
 
+# A page with the accessibility defects the book had (issue 37): axe must find each, and fail on it.
+AXE_CANARY = """<!DOCTYPE html><html lang="en"><head><title>canary</title></head><body><main>
+<h1>Canary</h1>
+<div style="background: #ecf3ff"><p>See <a href="#x" style="color: #176de8">equation (8.2)</a>.</p></div>
+<button type="button" aria-label="Toggle hidden content">Show code cell source</button>
+<div role="list"><div role="doc-biblioentry">Vaswani et al. (2017)</div></div>
+<table style="display: block; width: 120px; overflow-x: auto"><tr><th>d_k</th><th>a very long header</th>
+<th>another long header</th></tr><tr><td>1</td><td>2</td><td>3</td></tr></table>
+</main></body></html>"""
+
+
+def test_axe_catches_the_defects_the_book_had(browser, server, axe_source):
+    """The accessibility check is not blind: on a page with the defects issue 37 found (4.29:1 link
+    contrast, a button whose visible text is not in its name, a list of deprecated bibliography roles,
+    a box that scrolls but that Tab cannot reach), it fails with each rule's name."""
+    page = browser.new_page()
+    try:
+        page.goto(f"{server}/genindex.html", wait_until="load", timeout=60_000)
+        page.set_content(AXE_CANARY, wait_until="load")
+        report = "\n".join(_axe_problems(page, axe_source))
+    finally:
+        page.close()
+    rules = ["color-contrast", "label-content-name-mismatch", "aria-required-children",
+             "scrollable-region-focusable"]
+    missed = [rule for rule in rules if f"axe {rule}," not in report]
+    assert not missed, f"axe-core missed: {missed}\nit reported:\n{report}"
+
+
 def _search_problems(page, server, prefix, queries) -> list[str]:
     """Full-text search works offline: queries for words every chapter uses find pages (in the
     Japanese edition also a two-word query, which the search page splits at the space)."""
@@ -476,7 +570,8 @@ def test_no_request_left_the_machine():
     """The whole-book count, for the record (each page test already fails on its own)."""
     if not VISITED:
         _unavailable("no page was opened in the browser, so there is no request count")
-    print(f"{len(VISITED)} pages opened; {len(EXTERNAL)} requests tried to leave the machine")
+    print(f"{len(VISITED)} pages opened; {len(EXTERNAL)} requests tried to leave the machine; "
+          f"axe-core took {sum(AXE_SECONDS):.0f} s on {len(AXE_SECONDS)} pages")
     assert EXTERNAL == [], f"{len(EXTERNAL)} request(s) tried to leave the machine: {sorted(set(EXTERNAL))}"
 
 
