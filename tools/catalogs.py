@@ -12,6 +12,8 @@
                                        whose English changed to ``pending`` in status.yml (its Japanese
                                        page says so at the top and shows the changed paragraphs in English)
     python tools/catalogs.py finish PAGE   back to ``finished`` once it is 100 % translated again
+    python tools/catalogs.py comments      refresh only ``comments.po``, the comments of the book's code
+                                       (``tools/comments.py``; ``update`` runs it too)
 
 One catalog per page (``book/formula.po`` ...), plus ``lib.po`` for the messages lib shows (self-check
 verdicts), plus hand-written catalogs for the extensions' own words (``exercise.po``, ``proof.po``,
@@ -81,8 +83,26 @@ def update() -> int:
                     if e.msgid in flags:
                         e.comment = flags[e.msgid]
             po.save(str(po_path))
+    update_comments()
     print(check(verbose=False))
     return 0
+
+
+def update_comments() -> int:
+    """``comments.po`` follows the comments of the book's code (tools/comments.py); the page catalogs
+    are not touched."""
+    import comments
+
+    for lang in LANGS:
+        print(f"{lang}/{comments.CATALOG_NAME}: {comments.update_catalog(lang)}")
+    return 0
+
+
+def comments_failures() -> list[str]:
+    """The comments catalog's problems: out of date, untranslated, fuzzy (tools/comments.py)."""
+    import comments
+
+    return [f"{lang}/{p}" for lang in LANGS for p in comments.problems(lang)]
 
 
 # --- the checker ---------------------------------------------------------------------------------------------
@@ -225,6 +245,7 @@ def check(verbose: bool = True) -> str:
         unknown = (finished | pending) - set(pots)
         if unknown:
             failures.append(f"{lang}: status.yml names pages that do not exist: {sorted(unknown)}")
+    failures += comments_failures()
     table = "\n".join(lines)
     if verbose:
         print(table)
@@ -273,6 +294,8 @@ def main(argv: list[str]) -> int:
     if argv == ["check"]:
         check()
         return 0
+    if argv == ["comments"]:
+        return update_comments()
     if len(argv) == 2 and argv[0] in ("pending", "finish"):
         set_status(argv[1], "pending" if argv[0] == "pending" else "finished")
         return 0
