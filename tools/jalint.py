@@ -162,7 +162,7 @@ def write_sources(pages: list[str] | None = None) -> dict[Path, list[tuple[int, 
                 continue
             if msgstr.lstrip().startswith(("$$", "```", ":::")):
                 continue                                  # display math, code and directives
-            text = reader_text(msgstr, code=msgid in code or po.name == "prompts.po")
+            text = reader_text(msgstr, code=msgid in code or po.name in ("prompts.po", "comments.po"))
             for para in re.split(r"\n\s*\n", text):
                 para = para.strip()
                 if not para or not _has_japanese(para):
