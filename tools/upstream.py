@@ -132,6 +132,23 @@ PATCHES: tuple[Patch, ...] = (
     Patch(19, "lib.MultiHeadAttention reads torch.nn.MultiheadAttention's _qkv_same_embed_dim to copy "
               "its weights", "lib/formula/mha.py", ("torch",), "torch/nn/modules/activation.py",
           "tests/test_mha.py"),
+    Patch(21, "the theme's search field and colour-mode button, overridden so that each button's "
+              "accessible name contains its visible text (WCAG 2.5.3)",
+          "tools/templates/search-button-field.html, tools/templates/theme-switcher.html",
+          ("pydata-sphinx-theme",),
+          "pydata_sphinx_theme/theme/pydata_sphinx_theme/components/search-button-field.html and "
+          "theme-switcher.html",
+          "tests/browser/test_pages.py::test_axe_catches_the_defects_the_book_had"),
+    Patch(22, "myst-nb's aria-label 'Toggle hidden content' on 'Show code cell source' removed, and "
+              "sphinxcontrib-bibtex's role doc-biblioentry made listitem, in the written HTML",
+          "tools/bookext.py (html-page-context)", ("myst-nb", "sphinxcontrib-bibtex"),
+          "myst_nb's hide-input summary markup; sphinxcontrib-bibtex's bibliography list",
+          "tests/browser/test_pages.py::test_axe_catches_the_defects_the_book_had"),
+    Patch(23, "tabindex=0 for the boxes book.css makes scroll, while they scroll (as the theme does for "
+              "its own); links in admonitions a darker blue (contrast 5.2:1)",
+          "tools/static/book.js, tools/static/book.css", ("pydata-sphinx-theme", "sphinx-book-theme"),
+          "the theme's admonition colours and its own tabindex script for scrolling boxes",
+          "tests/browser/test_pages.py::test_axe_catches_the_defects_the_book_had"),
 )
 
 
