@@ -376,3 +376,15 @@ def test_set_page_rejects_what_is_not_a_page():
     with pytest.raises(TypeError, match="page name"):
         lib.set_page(3)
     assert i18n.page() is None
+
+
+def test_a_japanese_verdict_has_no_space_after_its_full_stop():
+    """「✗ まだです。アテンションの出力：…」, not 「まだです。 アテンション」 (ja-review-4 3.2); English keeps it."""
+    v = lib.Verdict(False, "attention output: no answer yet.")
+    assert "</strong> attention" in v._repr_html_()
+    try:
+        lib.set_language("ja")
+        h = lib.Verdict(False, "アテンションの出力：未回答です。")._repr_html_()
+        assert "。</strong>アテンション" in h, h
+    finally:
+        lib.set_language(None)

@@ -75,8 +75,12 @@ class Shown:
             else:
                 parts.append(html.escape(part))
         kind = "ok" if self.ok else "not-yet"
+        head = self._head(html.escape)
+        # no space after a full-width full stop (「✗ まだです。アテンションの出力：…」); Markdown keeps it, as
+        # CommonMark closes ** after 。 only before a space or punctuation
+        sep = "" if head.endswith(("。", "：", "！", "？")) else " "
         return (f'<p class="selfcheck-verdict selfcheck-{kind}">'
-                f"<strong>{self._head(html.escape)}</strong> {''.join(parts)}</p>")
+                f"<strong>{head}</strong>{sep}{''.join(parts)}</p>")
 
 
 _NUMBER_TEXT = re.compile(r"[<>]?[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?%?")
