@@ -96,12 +96,12 @@ def test_each_chart_is_one_output_for_jupyterlab_and_the_html_book(chart, monkey
     assert set(bundle) == {ex.VEGALITE_MIME, "text/html", "text/plain"}
     spec = bundle[ex.VEGALITE_MIME]
     assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v5") and spec["description"] == e.alt
-    html = bundle["text/html"]
+    page_html = bundle["text/html"]
     # the spec travels inside the page, intact; nothing is loaded from another host
-    inner = re.search(r'<script type="application/json" class="explorable-spec">(.*?)</script>', html, re.S).group(1)
+    inner = re.search(r'<script type="application/json" class="explorable-spec">(.*?)</script>', page_html, re.S).group(1)
     assert json.loads(inner.replace("<\\/", "</")) == spec
-    assert not re.search(r"https?://(?!vega\.github\.io/schema/|www\.w3\.org/)", html)   # XML namespaces only
-    assert f'data-explorable="{e.name}"' in html and "<svg" not in html  # the build adds the static SVG
+    assert not re.search(r"https?://(?!vega\.github\.io/schema/|www\.w3\.org/)", page_html)   # XML namespaces only
+    assert f'data-explorable="{e.name}"' in page_html and "<svg" not in page_html  # the build adds the static SVG
     params = [p["name"] for p in spec["params"]]
     assert params and all("bind" in p for p in spec["params"])
     for p in params:                                   # every control changes what the data filter keeps
