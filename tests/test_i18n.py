@@ -388,3 +388,13 @@ def test_a_japanese_verdict_has_no_space_after_its_full_stop():
         assert "。</strong>アテンション" in h, h
     finally:
         lib.set_language(None)
+
+
+def test_ljust_counts_a_japanese_character_as_two_columns():
+    """Rows of a printout line up in both editions (the speed chapter's benchmark table)."""
+    rows = [lib.i18n.ljust("NumPy：2 つの行列積のみ", 30), lib.i18n.ljust("PyTorch fused SDPA", 30)]
+    widths = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in r) for r in rows]
+    assert widths == [30, 30]
+    assert lib.i18n.ljust("abc", 2) == "abc"
+    with pytest.raises(TypeError, match="str"):
+        lib.i18n.ljust(3, 5)

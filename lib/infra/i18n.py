@@ -28,7 +28,7 @@ import unicodedata
 from pathlib import Path
 
 __all__ = ["tr", "language", "set_language", "set_page", "page", "catalog", "page_catalog", "wrap",
-           "phrases", "LANGUAGES"]
+           "phrases", "ljust", "LANGUAGES"]
 
 #: The editions the book has. English is the source; the others are catalogs under ``locales/``.
 LANGUAGES = ("en", "ja")
@@ -271,6 +271,14 @@ _parser = None
 
 def _columns(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def ljust(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` columns, a Japanese character counting two (what a
+    monospaced printout needs: ``f"{label:<36}"`` counts characters, so Japanese rows stick out)."""
+    if not isinstance(text, str):
+        raise TypeError(f"ljust expects a str; got {type(text).__name__}")
+    return text + " " * max(0, int(width) - _columns(text))
 
 
 def phrases(text: str) -> list[str]:
