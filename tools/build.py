@@ -110,6 +110,79 @@ def _sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict) -> int:
     return int(result or 0)
 
 
+def _bib_entries(text: str):
+    """``(type, key, [(field, raw value)], start, end)`` for each entry of a BibTeX text; a raw value is
+    kept exactly as written (``{...}`` with nested braces, ``"..."`` or a bare word such as ``oct``)."""
+    import re
+
+    pos = 0
+    head = re.compile(r"@(?P<type>\w+)\s*\{\s*(?P<key>[^,\s]+)\s*,")
+    while (m := head.search(text, pos)):
+        i, fields = m.end(), []
+        while True:
+            while i < len(text) and text[i] in " \t\r\n,":
+                i += 1
+            if text[i] == "}":
+                break
+            eq = text.index("=", i)
+            name = text[i:eq].strip().lower()
+            j = eq + 1
+            while text[j] in " \t\r\n":
+                j += 1
+            if text[j] in "{\"":
+                close, depth, k = {"{": "}", '"': '"'}[text[j]], 0, j
+                while True:
+                    c = text[k]
+                    if text[j] == "{":
+                        depth += {"{": 1, "}": -1}.get(c, 0)
+                        if depth == 0:
+                            break
+                    elif c == close and k > j:
+                        break
+                    k += 1
+                end = k + 1
+            else:
+                end = j
+                while text[end] not in ",}\n":
+                    end += 1
+            fields.append((name, text[j:end].strip()))
+            i = end
+        yield m.group("type"), m.group("key"), fields, m.start(), i + 1
+        pos = i + 1
+
+
+def edition_bib(lang: str) -> Path:
+    """The bibliography of edition ``lang``: ``book/references.bib`` with each entry's ``note`` (the
+    authors' reading notes, in English: what was read, quoted from the source) left out, except an
+    arXiv identifier it starts with, and the fields ``locales/<lang>/references.yml`` gives for some
+    entries (the seed article's title, publisher and note) put in. The commit each source was read at
+    stays in ``howpublished``. Written to ``_build/bib/references.<lang>.bib``."""
+    import re
+
+    text = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    overlay_path = LOCALES / lang / "references.yml"
+    overlay = (yaml.safe_load(overlay_path.read_text(encoding="utf-8")) if overlay_path.is_file() else None) or {}
+    out = []
+    for kind, key, fields, _start, _end in _bib_entries(text):
+        given = {k.lower(): v for k, v in (overlay.get(key) or {}).items()}
+        kept = []
+        for name, raw in fields:
+            if name in given:
+                continue
+            if name == "note":
+                arxiv = re.match(r"\{arXiv:\d{4}\.\d{4,5}", raw)
+                if not arxiv:
+                    continue
+                raw = arxiv.group(0) + "}"
+            kept.append((name, raw))
+        kept += [(name, "{" + str(value) + "}") for name, value in given.items()]
+        out.append(f"@{kind}{{{key},\n" + ",\n".join(f"  {n:<12} = {v}" for n, v in kept) + "\n}\n")
+    path = BUILD / "bib" / f"references.{lang}.bib"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(out), encoding="utf-8")
+    return path
+
+
 def build_html(lang: str) -> int:
     d = edition_dirs(lang)
     d["base"].mkdir(parents=True, exist_ok=True)
@@ -120,6 +193,7 @@ def build_html(lang: str) -> int:
         conf = yaml.safe_load((LOCALES / lang / "conf.yml").read_text(encoding="utf-8")) or {}
         overrides.update(conf)
         overrides.update({"language": lang, "locale_dirs": [str(LOCALES)], "gettext_compact": False,
+                          "bibtex_bibfiles": [str(edition_bib(lang))],
                           "external_toc_path": str(_translated_toc(lang)),
                           "nb_execution_cache_path": str(d["cache"])})
     status = _sphinx("html", d["html"], d["doctrees"], overrides)

@@ -317,7 +317,7 @@ def sweep_chart(sweep: dict, threshold: float = 1.0):
     base = alt.Chart(alt.Data(values=rows)).transform_filter("datum.opt == opt && datum.measure == measure")
     scaled_word, unscaled_word = tr("scaled"), tr("unscaled")
     colour = alt.Color("scaled:N", scale=alt.Scale(domain=[1, 0], range=[SCALED, UNSCALED]),
-                       legend=alt.Legend(title=None, orient="top-right", labelExpr=(
+                       legend=alt.Legend(title=None, orient="bottom", labelExpr=(
                            f"datum.value == 1 ? '{scaled_word}' : '{unscaled_word}'")))
     steps_word, loss_word = tr("steps to < 1 nat"), tr("final loss (nats)")
     x = alt.X("lr:Q", title=tr("learning rate"), scale=alt.Scale(type="log", nice=False, padding=12))

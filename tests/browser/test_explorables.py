@@ -148,7 +148,7 @@ def test_explorable_figures_turn_offline_with_the_keyboard(browser, server, page
                 f"{name}: moving the controls did not change what is drawn"
             if lang == "ja":
                 labels = fig.locator(".vega-bindings").inner_text() + " ".join(
-                    fig.locator(".explorable-live svg text").all_inner_texts())
+                    fig.locator(".explorable-live svg text").all_text_contents())
                 assert any("\u3040" <= ch <= "\u9fff" for ch in labels), f"{name}: no Japanese label"
         assert not watch.report(), watch.report()
     finally:
