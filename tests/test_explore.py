@@ -92,9 +92,14 @@ def test_each_chart_is_one_output_for_jupyterlab_and_the_html_book(chart, monkey
              "correlated_scores_chart": dict(rhos=[0.0, 0.2], log2_dk=[2, 6], n=200),
              "variance_spread_chart": dict(sizes=(10, 50), log2_dk=[0, 4], repeats=20)}[chart]
     e = getattr(lib.explore, chart)(**small)
+    monkeypatch.delenv(ex.HTML_BUILD_ENV, raising=False)
+    nb_bundle = e._repr_mimebundle_()
+    assert set(nb_bundle) == {ex.VEGALITE_MIME, "text/plain"}               # JupyterLab draws the chart
+    assert nb_bundle[ex.VEGALITE_MIME].get("width") != "container"         # at a width it can draw
+    monkeypatch.setenv(ex.HTML_BUILD_ENV, "1")                               # as tools/build.py sets it
     bundle = e._repr_mimebundle_()
     assert set(bundle) == {ex.VEGALITE_MIME, "text/html", "text/plain"}
-    spec = bundle[ex.VEGALITE_MIME]
+    spec = e.spec
     assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v5") and spec["description"] == e.alt
     page_html = bundle["text/html"]
     # the spec travels inside the page, intact; nothing is loaded from another host
@@ -155,3 +160,23 @@ def test_the_build_puts_a_static_svg_in_each_figure():
     svg = re.search(r'<div class="explorable-static">(<svg.*?</svg>)', out, re.S).group(1)
     width = float(re.search(r'\bwidth="([0-9.]+)"', svg.split(">", 1)[0]).group(1))
     assert 560 <= width < 700                    # a column-wide chart, drawn 560 px wide plus its axis
+
+
+def test_the_notebooks_keep_only_the_vega_lite_form():
+    """tools/learner.py drops the HTML form (which needs the book page's Vega-Embed) from an explorable
+    output of a learner or trainer notebook; other outputs keep their HTML."""
+    import sys
+    from pathlib import Path
+
+    import nbformat
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import learner
+
+    fig = nbformat.v4.new_output("display_data", data={ex.VEGALITE_MIME: {"a": 1}, "text/html": "<figure>",
+                                                       "text/plain": "alt"})
+    table = nbformat.v4.new_output("display_data", data={"text/html": "<table>", "text/plain": "t"})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[fig, table])])
+    learner._drop_explorable_html(nb)
+    assert set(nb.cells[0].outputs[0].data) == {ex.VEGALITE_MIME, "text/plain"}
+    assert nb.cells[0].outputs[1].data["text/html"] == "<table>"

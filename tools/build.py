@@ -101,6 +101,8 @@ def _sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict) -> int:
     os.chdir(ROOT)
     # The pages' claims (lib.claims) stop the build when they fail; a learner's notebook never stops.
     os.environ.setdefault("BOOK_CLAIMS", "strict")
+    # lib.explorable: the pages' explorable figures carry their HTML form (the notebooks do not)
+    os.environ["BOOK_EXPLORABLE_HTML"] = "1"
     result = build_sphinx(ROOT, outdir, noconfig=True, path_config=str(ROOT / "_config.yml"),
                           confoverrides=overrides, doctreedir=doctrees, builder=builder,
                           warningiserror=True, keep_going=True)

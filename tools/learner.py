@@ -574,6 +574,16 @@ def read_notebook(path: Path):
     return chapters.read(path) if path.suffix == ".md" else None
 
 
+def _drop_explorable_html(nb) -> None:
+    """An explorable figure's output keeps its Vega-Lite form only: the HTML form the book's build adds
+    needs the page's Vega-Embed, and JupyterLab, which ranks text/html first, would show it empty."""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "application/vnd.vegalite.v5+json" in data:
+                data.pop("text/html", None)
+
+
 def write_all(app, pages_written: set[str] | None = None) -> list[tuple[Path, Path | None]]:
     """Write the notebooks of every chapter whose HTML page this build wrote (``pages_written``; all
     chapters if None), and of any chapter whose notebooks are missing or older than this writer, so
@@ -600,6 +610,7 @@ def write_all(app, pages_written: set[str] | None = None) -> list[tuple[Path, Pa
         executed = executed_notebook(app, path, source_nb)
         for variant in ("learner", "trainer"):
             nb = build(app, docname, doctree, source_nb, executed, variant, lang)
+            _drop_explorable_html(nb)
             out = base / variant / name
             out.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, out)

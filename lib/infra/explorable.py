@@ -6,8 +6,9 @@ buttons: keyboard, touch and screen readers work as on any form), and what a con
 of the precomputed rows the chart shows. :func:`explorable` turns a chart into one cell output:
 
 - in JupyterLab, the Vega-Lite MIME type (``application/vnd.vegalite.v5+json``), which JupyterLab draws
-  itself, offline;
-- in the HTML book, a ``<figure class="explorable">`` holding the spec and a small script that draws it
+  itself, offline (and the alt text as ``text/plain``);
+- in the HTML book (only where ``$BOOK_EXPLORABLE_HTML`` is set, as the book's build sets it), also
+  ``text/html``: a ``<figure class="explorable">`` holding the spec and a small script that draws it
   with Vega-Embed (whose JavaScript, vl-convert's bundle, the book serves from its own ``_static``);
   the build (``tools/vegaext.py``) adds a static SVG of the chart at its first setting, shown for print
   and where JavaScript does not run. lib itself needs only Altair.
@@ -19,12 +20,17 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 
 __all__ = ["Explorable", "explorable", "VEGALITE_MIME"]
 
 #: The MIME type JupyterLab 4 draws natively (Altair 5 writes Vega-Lite v5 specs).
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
+#: Set (to "1") by the book's HTML build (tools/build.py): the output then carries its HTML figure too.
+HTML_BUILD_ENV = "BOOK_EXPLORABLE_HTML"
+#: The width (px) a column-wide chart gets in a notebook.
+NOTEBOOK_WIDTH = 560
 _NAME = re.compile(r"[a-z][a-z0-9-]*")
 
 _EMBED_JS = """
@@ -62,7 +68,14 @@ class Explorable:
                 f"</figure>")
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {VEGALITE_MIME: self.spec, "text/html": self.html(), "text/plain": self.alt}
+        # JupyterLab's renderer does not size a "container"-wide chart to its output area: a fixed width
+        spec = {**self.spec, "width": NOTEBOOK_WIDTH} if self.spec.get("width") == "container" else self.spec
+        bundle = {VEGALITE_MIME: spec, "text/plain": self.alt}
+        # The HTML part only for the book's build: JupyterLab ranks text/html above Vega-Lite and, with
+        # no Vega-Embed on its page, would show an empty figure instead of drawing the chart itself.
+        if os.environ.get(HTML_BUILD_ENV):
+            bundle["text/html"] = self.html()
+        return bundle
 
     def __repr__(self):
         return f"Explorable({self.name!r}: {self.alt})"
