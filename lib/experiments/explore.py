@@ -16,6 +16,7 @@ from ..formula.metrics import attention_entropy
 from ..formula.saturation import one_query_attention
 from ..formula.simulate import exam_totals, sample_dot_products, variance_standard_error
 from ..infra.checks import positive_int
+from ..infra.colours import SCALED, THEORY, UNSCALED
 from ..infra.explorable import explorable
 from ..infra.i18n import tr
 
@@ -23,9 +24,6 @@ __all__ = ["class_softmax_data", "class_softmax_chart", "one_query_data", "one_q
            "correlated_scores_data", "correlated_scores_chart", "variance_spread_data", "variance_spread_chart",
            "scaled_scores_exact", "sweep_rows", "sweep_chart"]
 
-#: The colours of lib.plotting (unscaled magenta, scaled green), repeated here so that building a chart
-#: does not import matplotlib.
-UNSCALED, SCALED, THEORY = "#c2185b", "#1b7837", "#333333"
 #: The width (px) of a chart that cannot fill its column (a concatenation): it fits a 390 px phone.
 NARROW = 280
 

@@ -19,16 +19,11 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 from matplotlib.text import Text
 
+from .colours import OVER, SCALED, THEORY, UNSCALED  # the book's colours (lib/infra/colours.py)
 from .i18n import language
 
 __all__ = ["setup", "glue", "smallest_text_px", "missing_glyphs", "SCALED", "UNSCALED", "OVER", "THEORY", "label_panel",
            "COLUMN_PX", "MIN_TEXT_PX", "DPI"]
-
-SCALED = "#1b7837"    # green: divided by √d_k
-UNSCALED = "#c2185b"  # magenta: raw q·k (scale = 1)
-OVER = "#f28e2b"      # orange: divided by d_k (over-corrected)
-THEORY = "#333333"    # dark grey, dashed: a prediction from the math
-
 
 #: Width in CSS pixels that a figure gets in the HTML book's article column at a 1366 x 900 window
 #: (sphinx-book-theme 1.3); a wider image is scaled down to it. tests/browser checks that no edition's
