@@ -398,3 +398,15 @@ def test_ljust_counts_a_japanese_character_as_two_columns():
     assert lib.i18n.ljust("abc", 2) == "abc"
     with pytest.raises(TypeError, match="str"):
         lib.i18n.ljust(3, 5)
+
+
+def test_rjust_and_tables_count_a_japanese_character_as_two_columns():
+    """lib.table's printout lines up when its headers or cells are Japanese (the test-scores header)."""
+    cols = lambda s: sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)  # noqa: E731
+    assert lib.i18n.rjust("分散", 6) == "  分散" and lib.i18n.rjust("abcdef", 2) == "abcdef"
+    with pytest.raises(TypeError, match="str"):
+        lib.i18n.rjust(3, 5)
+    text = str(lib.table([(1, 100.0), (20, 2000.0)], ["科目数", "標準偏差/√n"], [None, ".1f"]))
+    lines = text.splitlines()
+    assert len({cols(line) for line in lines}) == 1, lines       # every line as wide as the rule
+    assert lines[0].index("科目数") == 0 and lines[2].endswith("100.0") and lines[3].endswith("2000.0")

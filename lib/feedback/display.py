@@ -15,6 +15,7 @@ import html
 import numbers
 import re
 
+from ..infra import i18n
 from . import progress as _progress
 
 __all__ = ["Shown", "MARK_OK", "MARK_NOT", "md_escape", "Table", "table"]
@@ -106,10 +107,12 @@ class Table:
         self._numeric = numeric
 
     def __str__(self):
-        widths = [max([len(c)] + [len(row[i]) for row in self.cells]) for i, c in enumerate(self.columns)]
+        # widths in columns: a Japanese character takes two
+        widths = [max([i18n.columns(c)] + [i18n.columns(row[i]) for row in self.cells])
+                  for i, c in enumerate(self.columns)]
 
         def line(row):
-            return "  ".join(cell.rjust(w) if num else cell.ljust(w)
+            return "  ".join(i18n.rjust(cell, w) if num else i18n.ljust(cell, w)
                              for cell, w, num in zip(row, widths, self._numeric)).rstrip()
         lines = ([self.title] if self.title else []) + [line(self.columns)]
         lines.append("  ".join("-" * w for w in widths))

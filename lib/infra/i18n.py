@@ -273,12 +273,26 @@ def _columns(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
+def columns(text: str) -> int:
+    """How many columns ``text`` takes in a monospaced printout, a Japanese character counting two."""
+    if not isinstance(text, str):
+        raise TypeError(f"columns expects a str; got {type(text).__name__}")
+    return _columns(text)
+
+
 def ljust(text: str, width: int) -> str:
     """``text`` padded with spaces to ``width`` columns, a Japanese character counting two (what a
     monospaced printout needs: ``f"{label:<36}"`` counts characters, so Japanese rows stick out)."""
     if not isinstance(text, str):
         raise TypeError(f"ljust expects a str; got {type(text).__name__}")
     return text + " " * max(0, int(width) - _columns(text))
+
+
+def rjust(text: str, width: int) -> str:
+    """``text`` right-aligned in ``width`` columns, a Japanese character counting two (see ``ljust``)."""
+    if not isinstance(text, str):
+        raise TypeError(f"rjust expects a str; got {type(text).__name__}")
+    return " " * max(0, int(width) - _columns(text)) + text
 
 
 def phrases(text: str) -> list[str]:
